@@ -1,0 +1,33 @@
+// One jest run for the whole workspace: a single summary line at the end.
+const swc = [
+  "@swc/jest",
+  {
+    jsc: { parser: { syntax: "typescript" }, target: "es2022" },
+    module: { type: "commonjs" },
+  },
+];
+const project = (displayName, rootDir, extra = {}) => ({
+  displayName,
+  rootDir,
+  testEnvironment: "node",
+  transform: { "^.+\\.ts$": swc },
+  testMatch: ["<rootDir>/**/*.test.ts"],
+  testPathIgnorePatterns: ["/node_modules/"],
+  ...extra,
+});
+
+/** @type {import('jest').Config} */
+module.exports = {
+  reporters: ["default", "<rootDir>/tools/jest/summary-reporter.js"],
+  globalSetup: "<rootDir>/tools/jest/global-setup.mjs",
+  globalTeardown: "<rootDir>/tools/jest/global-teardown.mjs",
+  testTimeout: 30000,
+  projects: [
+    project("kit", "<rootDir>/services/kit"),
+    project("gateway", "<rootDir>/services/gateway"),
+    project("passport", "<rootDir>/services/passport"),
+    project("events", "<rootDir>/services/events"),
+    project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
+    project("e2e", "<rootDir>/test-e2e", { testTimeout: 120000, maxWorkers: 1 }),
+  ],
+};

@@ -1,0 +1,69 @@
+import pg from "pg";
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from "kysely";
+import type { Logger } from "./logger";
+
+// int8 (bigserial ids, count(*)) as JS numbers: every value we keep stays far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+// date stays the YYYY-MM-DD string the API speaks.
+pg.types.setTypeParser(1082, (v) => v);
+
+export interface DbOptions {
+  url: string;
+  /** The service's own schema; unqualified table names resolve to it. */
+  schema: string;
+  applicationName: string;
+  max?: number;
+  log?: Logger;
+}
+
+export function createPool(o: DbOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: o.url,
+    max: o.max ?? 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: 15_000,
+    idle_in_transaction_session_timeout: 30_000,
+    application_name: o.applicationName,
+    options: `-c search_path=${o.schema}`,
+  });
+  // An idle client's error would otherwise crash the process.
+  pool.on("error", (err) => o.log?.error({ err }, "postgres pool error"));
+  return pool;
+}
+
+/** A Kysely instance bound to one service schema. DB describes that schema only. */
+export function createDb<DB>(o: DbOptions): Kysely<DB> {
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool: createPool(o) }) });
+}
+
+/**
+ * Runs a service's migrations into its own schema, with the migration tables
+ * inside that schema. Idempotent; concurrent runs are serialised by Kysely's lock.
+ */
+export async function migrateSchema(
+  db: Kysely<any>,
+  schema: string,
+  migrations: Record<string, Migration>,
+): Promise<string[]> {
+  await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  const migrator = new Migrator({
+    db: db.withSchema(schema),
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: schema,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/** Postgres unique violation (23505), optionally on one constraint. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
+}
+
+/** A 64-bit advisory lock key from a text (stable across processes). */
+export function lockKey(text: string) {
+  return sql<number>`hashtextextended(${text}, 0)`;
+}

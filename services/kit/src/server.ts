@@ -1,0 +1,124 @@
+import * as grpc from "@grpc/grpc-js";
+import { create } from "@bufbuild/protobuf";
+import { healthV1 } from "@dpp/proto";
+import { serviceDefinition } from "./grpc";
+import type { Logger } from "./logger";
+
+const { HealthCheckResponse_ServingStatus: ServingStatus } = healthV1;
+type ServingStatus = healthV1.HealthCheckResponse_ServingStatus;
+
+/**
+ * The grpc.health.v1 service. "" is the whole server; each registered service
+ * name has its own status. Watch streams the current status and every change.
+ */
+export class HealthService {
+  private readonly statuses = new Map<string, ServingStatus>();
+  private readonly watchers = new Set<{ service: string; call: grpc.ServerWritableStream<any, any> }>();
+
+  set(service: string, status: ServingStatus): void {
+    this.statuses.set(service, status);
+    for (const w of this.watchers) if (w.service === service) w.call.write(this.response(service));
+  }
+
+  setAll(status: ServingStatus): void {
+    for (const name of [...this.statuses.keys()]) this.set(name, status);
+  }
+
+  private response(service: string) {
+    return create(healthV1.HealthCheckResponseSchema, {
+      status: this.statuses.get(service) ?? ServingStatus.SERVICE_UNKNOWN,
+    });
+  }
+
+  register(server: grpc.Server): void {
+    server.addService(serviceDefinition(healthV1.Health), {
+      check: (call: grpc.ServerUnaryCall<healthV1.HealthCheckRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        if (!this.statuses.has(call.request.service)) {
+          cb({ code: grpc.status.NOT_FOUND, details: "unknown service" }, null);
+          return;
+        }
+        cb(null, this.response(call.request.service));
+      },
+      watch: (call: grpc.ServerWritableStream<healthV1.HealthCheckRequest, unknown>) => {
+        const w = { service: call.request.service, call };
+        this.watchers.add(w);
+        call.write(this.response(w.service));
+        call.on("cancelled", () => this.watchers.delete(w));
+      },
+    });
+  }
+
+  endWatches(): void {
+    for (const w of this.watchers) w.call.end();
+    this.watchers.clear();
+  }
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  health: HealthService;
+  port: number;
+  /** Stops accepting calls, lets running calls finish within graceMs, then forces. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts a gRPC server on `address` with the health service. `register` adds the
+ * service implementations and returns their fully-qualified names.
+ */
+export async function startGrpcServer(
+  address: string,
+  log: Logger,
+  register: (server: grpc.Server) => string[],
+): Promise<GrpcServerHandle> {
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+  const health = new HealthService();
+  health.register(server);
+  const names = register(server);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  health.set("", ServingStatus.SERVING);
+  for (const n of names) health.set(n, ServingStatus.SERVING);
+  log.info({ address, port, services: names }, "grpc server listening");
+  return {
+    server,
+    health,
+    port,
+    shutdown: (graceMs = 10000) =>
+      new Promise<void>((resolve) => {
+        health.setAll(ServingStatus.NOT_SERVING);
+        health.endWatches();
+        const timer = setTimeout(() => {
+          log.warn("grace period over; forcing grpc shutdown");
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT, then exits. Used by every service's main.
+ */
+export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down");
+    stop()
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        log.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", () => handler("SIGTERM"));
+  process.on("SIGINT", () => handler("SIGINT"));
+}
