@@ -170,7 +170,9 @@ class PgSubscription {
 
   async start(): Promise<void> {
     const listener = new pg.Client({ connectionString: this.o.url, application_name: `bus-listen-${this.s.group}` });
-    listener.on("error", (err) => this.o.log.warn({ err }, "bus listener error; polling continues"));
+    listener.on("error", (err: Error) =>
+      this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
+    );
     listener.on("notification", (n) => {
       if (n.payload === this.s.topic) this.kick();
     });

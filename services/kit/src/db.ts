@@ -28,7 +28,9 @@ export function createPool(o: DbOptions): pg.Pool {
     options: `-c search_path=${o.schema}`,
   });
   // An idle client's error would otherwise crash the process.
-  pool.on("error", (err) => o.log?.error({ err }, "postgres pool error"));
+  pool.on("error", (err: Error & { code?: string }) =>
+    o.log?.warn({ err: { message: err.message, code: err.code } }, "postgres connection lost"),
+  );
   return pool;
 }
 

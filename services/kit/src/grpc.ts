@@ -214,6 +214,9 @@ export function createClient<T extends GenServiceMethods>(
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(desc), desc.typeName);
   const raw = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30000,
+    // Reconnect quickly after a restarted service comes back (default backoff grows to 120 s).
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
     ...options.channelOptions,
   }) as unknown as Record<string, (...args: unknown[]) => void> & { close(): void };
@@ -233,3 +236,9 @@ export function createClient<T extends GenServiceMethods>(
   }
   return out as PromiseClient<T> & { close(): void };
 }
+
+/** The promise client type of a generated service, e.g. ClientOf<typeof PassportService>. */
+export type ClientOf<S> = S extends GenService<infer T> ? PromiseClient<T> & { close(): void } : never;
+
+/** The handler map type of a generated service, e.g. ImplOf<typeof PassportService>. */
+export type ImplOf<S> = S extends GenService<infer T> ? ServiceImpl<T> : never;

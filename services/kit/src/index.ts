@@ -11,3 +11,4 @@ export * from "./events";
 export * from "./bus";
 export * from "./bus-factory";
 export * from "./outbox";
+export * from "./main";

@@ -1,0 +1,93 @@
+import type { DomainEvent, Logger } from "@dpp/kit";
+import { createFeedHandler, isRefusedData } from "./feed.consumer";
+
+function fakeLog() {
+  const calls = { warn: [] as unknown[][], debug: [] as unknown[][] };
+  const log = {
+    warn: (...a: unknown[]) => calls.warn.push(a),
+    debug: (...a: unknown[]) => calls.debug.push(a),
+    child: () => log,
+  };
+  return { log: log as unknown as Logger, calls };
+}
+
+const event = (id: string): DomainEvent => ({
+  id,
+  type: "passport.created",
+  organization_id: "org_1",
+  livemode: false,
+  created_at: "2026-11-21T10:00:00.000Z",
+  related: {},
+});
+const msg = (value: unknown) => ({
+  key: "org_1",
+  value: typeof value === "string" ? value : JSON.stringify(value),
+});
+
+describe("createFeedHandler", () => {
+  it("appends valid events in order and logs and skips malformed ones", async () => {
+    const appended: string[] = [];
+    const { log, calls } = fakeLog();
+    const handler = createFeedHandler(
+      {
+        append: async (e) => {
+          appended.push(e.id);
+          return { status: "appended", sequence: appended.length };
+        },
+      },
+      log,
+    );
+    await handler([
+      msg(event("evt_1")),
+      msg("nope"),
+      msg({ ...event("evt_x"), livemode: 1 }),
+      msg(event("evt_2")),
+    ]);
+    expect(appended).toEqual(["evt_1", "evt_2"]);
+    expect(calls.warn).toHaveLength(2);
+    expect(calls.warn[0]![0]).toMatchObject({ reason: "not_json", key: "org_1" });
+  });
+
+  it("skips an event the database refuses as data (SQLSTATE class 22)", async () => {
+    const appended: string[] = [];
+    const { log, calls } = fakeLog();
+    const handler = createFeedHandler(
+      {
+        append: async (e) => {
+          if (e.id === "evt_bad")
+            throw Object.assign(new Error("unsupported Unicode escape sequence"), { code: "22P05" });
+          appended.push(e.id);
+          return { status: "appended", sequence: appended.length };
+        },
+      },
+      log,
+    );
+    await handler([msg(event("evt_bad")), msg(event("evt_ok"))]);
+    expect(appended).toEqual(["evt_ok"]);
+    expect(calls.warn).toHaveLength(1);
+  });
+
+  it("rethrows other failures so the bus redelivers the batch", async () => {
+    const { log } = fakeLog();
+    const handler = createFeedHandler(
+      {
+        append: async () => {
+          throw Object.assign(new Error("connection terminated"), { code: "57P01" });
+        },
+      },
+      log,
+    );
+    await expect(handler([msg(event("evt_1"))])).rejects.toThrow("connection terminated");
+  });
+});
+
+describe("isRefusedData", () => {
+  it("is true only for SQLSTATE class 22", () => {
+    expect(isRefusedData({ code: "22008" })).toBe(true);
+    expect(isRefusedData({ code: "22P05" })).toBe(true);
+    expect(isRefusedData({ code: "23505" })).toBe(false);
+    expect(isRefusedData({ code: "08006" })).toBe(false);
+    expect(isRefusedData(new Error("x"))).toBe(false);
+    expect(isRefusedData(null)).toBe(false);
+  });
+});

@@ -1,0 +1,3 @@
+export * from "./event-type";
+export * from "./domain-event";
+export * from "./feed-cursor";

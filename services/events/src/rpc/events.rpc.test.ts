@@ -1,0 +1,77 @@
+import type { CallContext, Logger } from "@dpp/kit";
+import type { eventsV1 } from "@dpp/proto";
+import { readFeedCursor } from "../domain";
+import type { FeedEvent, FeedQuery } from "../store/events.repository";
+import { createEventsRpc, toProtoEvent } from "./events.rpc";
+
+const feedEvent = (sequence: number): FeedEvent => ({
+  id: `evt_${sequence}`,
+  organizationId: "org_1",
+  livemode: true,
+  type: "passport.published",
+  createdAt: new Date("2026-11-21T10:00:00.5Z"),
+  related: { object: "passport", id: "pp_1" },
+  sequence,
+});
+
+const call = (ctx: CallContext["ctx"]): CallContext => ({
+  ctx,
+  log: {} as Logger,
+  deadline: Infinity,
+  cancelled: () => false,
+});
+const req = (r: Partial<eventsV1.ListEventsRequest>) =>
+  ({ limit: "", cursor: "", types: [], ...r }) as eventsV1.ListEventsRequest;
+
+describe("toProtoEvent", () => {
+  it("maps a stored event to the message", () => {
+    expect(toProtoEvent(feedEvent(7))).toEqual({
+      id: "evt_7",
+      organizationId: "org_1",
+      type: "passport.published",
+      livemode: true,
+      createdAt: "2026-11-21T10:00:00.500Z",
+      relatedJson: '{"object":"passport","id":"pp_1"}',
+      sequence: 7n,
+    });
+  });
+});
+
+describe("listEvents", () => {
+  const tenantCtx = { requestId: "req_1", organizationId: "org_1", livemode: true };
+
+  it("queries the tenant from the context and encodes the last sequence in next_cursor", async () => {
+    const queries: unknown[] = [];
+    const rpc = createEventsRpc({
+      list: async (tenant, q) => {
+        queries.push({ tenant, q });
+        return { events: [feedEvent(4), feedEvent(5)], hasMore: true };
+      },
+    });
+    const res = await rpc.listEvents(req({ limit: "2", types: ["passport.published"] }), call(tenantCtx));
+    expect(queries).toEqual([
+      { tenant: tenantCtx, q: { after: 0, types: ["passport.published"], limit: 2 } satisfies FeedQuery },
+    ]);
+    expect(res.hasMore).toBe(true);
+    expect(res.events.map((e) => e.sequence)).toEqual([4n, 5n]);
+    expect(readFeedCursor({ types: ["passport.published"] }, res.nextCursor)).toBe(5);
+  });
+
+  it("keeps the given position on an empty page", async () => {
+    const rpc = createEventsRpc({ list: async () => ({ events: [], hasMore: false }) });
+    const first = await rpc.listEvents(req({}), call(tenantCtx));
+    expect(readFeedCursor({ types: [] }, first.nextCursor)).toBe(0);
+    const rpc2 = createEventsRpc({ list: async () => ({ events: [feedEvent(9)], hasMore: false }) });
+    const c9 = (await rpc2.listEvents(req({}), call(tenantCtx))).nextCursor;
+    const again = await rpc.listEvents(req({ cursor: c9 }), call(tenantCtx));
+    expect(again.events).toEqual([]);
+    expect(readFeedCursor({ types: [] }, again.nextCursor)).toBe(9);
+  });
+
+  it("requires a tenant context", async () => {
+    const rpc = createEventsRpc({ list: async () => ({ events: [], hasMore: false }) });
+    await expect(rpc.listEvents(req({}), call({ requestId: "req_1" }))).rejects.toMatchObject({
+      code: "configuration_error",
+    });
+  });
+});

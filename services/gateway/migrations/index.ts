@@ -1,0 +1,5 @@
+import type { Migration } from "kysely";
+import * as m0001 from "./0001_init";
+
+/** Static map: the same under tsx, jest and the bundled build. */
+export const migrations: Record<string, Migration> = { "0001_init": m0001 };

@@ -1,0 +1,155 @@
+/**
+ * Administration of organizations, keys, managing links, grants and plans.
+ * Used by the admin CLI and the stack runner; never exposed over HTTP.
+ */
+import { ApiError, newId } from "@dpp/kit";
+import type { IdentityRepository, KeyRecord } from "./store/identity.repository";
+import { generateKeyText, isScope, parseKeyText, SCOPES } from "./auth/keys";
+
+export const PLANS = ["trial", "starter", "pro", "scale"] as const;
+export const SUBSCRIPTION_STATUSES = ["trialing", "active", "past_due", "canceled"] as const;
+
+export interface CreatedKey {
+  /** Shown once; never stored. */
+  key: string;
+  record: PublicKeyRecord;
+}
+
+export interface PublicKeyRecord {
+  id: string;
+  organization_id: string;
+  livemode: boolean;
+  kind: string;
+  name: string;
+  scopes: string[];
+  last4: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  rotated_at: string | null;
+  rotation_overlap_ends_at: string | null;
+  replaced_by_key_id: string | null;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function publicKey(k: KeyRecord): PublicKeyRecord {
+  return {
+    id: k.id,
+    organization_id: k.organization_id,
+    livemode: k.livemode,
+    kind: k.kind,
+    name: k.name,
+    scopes: k.scopes,
+    last4: k.last4,
+    created_at: k.created_at.toISOString(),
+    expires_at: iso(k.expires_at),
+    revoked_at: iso(k.revoked_at),
+    rotated_at: iso(k.rotated_at),
+    rotation_overlap_ends_at: iso(k.rotation_overlap_ends_at),
+    replaced_by_key_id: k.replaced_by_key_id,
+  };
+}
+
+export class Admin {
+  constructor(private readonly repo: IdentityRepository) {}
+
+  async createOrganization(name: string, planId = "trial", subscriptionStatus = "trialing", id?: string) {
+    this.checkPlan(planId, subscriptionStatus);
+    const org = await this.repo.insertOrganization({
+      id: id ?? newId("org"),
+      name,
+      plan_id: planId,
+      subscription_status: subscriptionStatus,
+    });
+    return { ...org, created_at: org.created_at.toISOString() };
+  }
+
+  async setPlan(organizationId: string, planId: string, subscriptionStatus: string) {
+    this.checkPlan(planId, subscriptionStatus);
+    const org = await this.repo.setPlan(organizationId, planId, subscriptionStatus);
+    if (!org) throw new ApiError("resource_not_found", `No organization ${organizationId}.`);
+    return { ...org, created_at: org.created_at.toISOString() };
+  }
+
+  async createKey(o: {
+    organizationId: string;
+    livemode: boolean;
+    kind?: "secret" | "connector";
+    scopes?: string[];
+    name?: string;
+    expiresAt?: Date | null;
+  }): Promise<CreatedKey> {
+    const org = await this.repo.findOrganization(o.organizationId);
+    if (!org) throw new ApiError("resource_not_found", `No organization ${o.organizationId}.`);
+    const scopes = o.scopes ?? [...SCOPES];
+    const bad = scopes.filter((s) => !isScope(s));
+    if (bad.length)
+      throw new ApiError("validation_failed", `Unknown scopes: ${bad.join(", ")}.`, { allowed: [...SCOPES] });
+    const key = generateKeyText(o.livemode);
+    const parsed = parseKeyText(key)!;
+    const record = await this.repo.insertKey({
+      id: newId("key"),
+      organization_id: o.organizationId,
+      livemode: o.livemode,
+      kind: o.kind ?? "secret",
+      name: o.name ?? `${o.livemode ? "live" : "test"} key`,
+      scopes,
+      secret_digest: parsed.digest,
+      last4: parsed.last4,
+      expires_at: o.expiresAt ?? null,
+    });
+    return { key, record: publicKey(record) };
+  }
+
+  async revokeKey(keyId: string) {
+    const k = await this.repo.revokeKey(keyId);
+    if (!k) throw new ApiError("resource_not_found", `No key ${keyId}.`);
+    return publicKey(k);
+  }
+
+  /** Issues a replacement key; the old key keeps working until the overlap window closes. */
+  async rotateKey(keyId: string, overlapSeconds: number): Promise<CreatedKey & { rotated: PublicKeyRecord }> {
+    const old = await this.repo.findKey(keyId);
+    if (!old) throw new ApiError("resource_not_found", `No key ${keyId}.`);
+    if (old.revoked_at || old.rotated_at)
+      throw new ApiError("wrong_status", `Key ${keyId} is already revoked or rotated.`);
+    const fresh = await this.createKey({
+      organizationId: old.organization_id,
+      livemode: old.livemode,
+      kind: old.kind,
+      scopes: old.scopes,
+      name: old.name,
+      expiresAt: old.expires_at,
+    });
+    const rotated = await this.repo.markRotated(old.id, fresh.record.id, new Date(Date.now() + overlapSeconds * 1000));
+    return { ...fresh, rotated: publicKey(rotated!) };
+  }
+
+  async linkClient(managerId: string, clientId: string, franceMandate = false) {
+    for (const id of [managerId, clientId])
+      if (!(await this.repo.findOrganization(id))) throw new ApiError("resource_not_found", `No organization ${id}.`);
+    const link = await this.repo.upsertLink(managerId, clientId, franceMandate);
+    return { ...link, created_at: link.created_at.toISOString() };
+  }
+
+  async unlinkClient(managerId: string, clientId: string) {
+    const link = await this.repo.endLink(managerId, clientId);
+    if (!link) throw new ApiError("resource_not_found", `No link from ${managerId} to ${clientId}.`);
+    return link;
+  }
+
+  async grant(keyId: string, clientId: string, scopes: string[]) {
+    const g = await this.repo.upsertGrant(keyId, clientId, scopes);
+    return { ...g, granted_at: g.granted_at.toISOString() };
+  }
+
+  private checkPlan(planId: string, status: string) {
+    if (!(PLANS as readonly string[]).includes(planId))
+      throw new ApiError("validation_failed", `Unknown plan ${planId}.`, { allowed: [...PLANS] });
+    if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(status))
+      throw new ApiError("validation_failed", `Unknown subscription status ${status}.`, {
+        allowed: [...SUBSCRIPTION_STATUSES],
+      });
+  }
+}

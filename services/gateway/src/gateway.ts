@@ -1,0 +1,86 @@
+import type { Server } from "node:http";
+import { sql } from "kysely";
+import { createClient, createDb, migrateSchema, type Logger } from "@dpp/kit";
+import { migrations } from "../migrations";
+import { eventsV1, passportV1 } from "@dpp/proto";
+import type { GatewayConfig } from "./config";
+import type { GatewayDB } from "./store/schema";
+import { IdentityRepository } from "./store/identity.repository";
+import { Authenticator } from "./auth/authenticator";
+import { createHandlers } from "./http/handlers";
+import { createApp } from "./http/app";
+
+export const GATEWAY_SCHEMA = "gateway";
+
+export interface GatewayHandle {
+  port: number;
+  server: Server;
+  stop(): Promise<void>;
+}
+
+/** The composition root of the gateway: config → db → clients → app → HTTP server. */
+export async function startGateway(config: GatewayConfig, log: Logger): Promise<GatewayHandle> {
+  const db = createDb<GatewayDB>({
+    url: config.DATABASE_URL,
+    schema: GATEWAY_SCHEMA,
+    applicationName: "gateway",
+    max: config.DB_POOL_MAX,
+    log,
+  });
+  const identity = new IdentityRepository(db);
+  const passport = createClient(passportV1.PassportService, config.PASSPORT_ADDR, {
+    deadlineMs: config.GRPC_DEADLINE_MS,
+    target: "passport",
+  });
+  const events = createClient(eventsV1.EventsService, config.EVENTS_ADDR, {
+    deadlineMs: config.GRPC_DEADLINE_MS,
+    target: "events",
+  });
+  const app = createApp({
+    authenticator: new Authenticator(identity),
+    handlers: createHandlers({ passport, events, identity }),
+    log,
+    docsBaseUrl: config.DOCS_BASE_URL,
+    trustProxy: config.TRUST_PROXY,
+    ready: async () => {
+      await sql`select 1`.execute(db);
+    },
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  server.keepAliveTimeout = 65_000;
+  const addr = server.address();
+  const port = typeof addr === "object" && addr ? addr.port : config.HTTP_PORT;
+  log.info({ host: config.HTTP_HOST, port }, "gateway listening");
+  return {
+    port,
+    server,
+    stop: async () => {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          server.closeAllConnections();
+          resolve();
+        }, config.SHUTDOWN_GRACE_MS);
+        t.unref();
+        server.close(() => {
+          clearTimeout(t);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      passport.close();
+      events.close();
+      await db.destroy();
+    },
+  };
+}
+
+export async function migrateGateway(url: string): Promise<void> {
+  const db = createDb<GatewayDB>({ url, schema: GATEWAY_SCHEMA, applicationName: "gateway-migrate", max: 1 });
+  try {
+    await migrateSchema(db, GATEWAY_SCHEMA, migrations);
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,16 @@
+import { createLogger, onShutdownSignal, runMain } from "@dpp/kit";
+import { loadGatewayConfig } from "./config";
+import { migrateGateway, startGateway } from "./gateway";
+
+const log = createLogger("gateway");
+
+runMain(log, {
+  migrate: async () => {
+    await migrateGateway(loadGatewayConfig().DATABASE_URL);
+  },
+  serve: async () => {
+    const config = loadGatewayConfig();
+    const gw = await startGateway(config, log);
+    onShutdownSignal(log, () => gw.stop());
+  },
+});

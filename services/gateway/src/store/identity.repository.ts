@@ -1,0 +1,206 @@
+import { sql, type Kysely } from "kysely";
+import type { GatewayDB } from "./schema";
+
+export interface KeyRecord {
+  id: string;
+  organization_id: string;
+  livemode: boolean;
+  kind: "secret" | "connector";
+  name: string;
+  scopes: string[];
+  secret_digest: string;
+  last4: string;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  rotated_at: Date | null;
+  rotation_overlap_ends_at: Date | null;
+  replaced_by_key_id: string | null;
+}
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  plan_id: string;
+  subscription_status: string;
+  created_at: Date;
+}
+
+export interface ConnectionRecord {
+  organization_id: string;
+  display_name: string;
+  link_status: "accepted" | null;
+  scopes: string[];
+  granted_at: Date;
+}
+
+/** Organizations, keys, managing links and grants: the gateway's own schema. */
+export class IdentityRepository {
+  constructor(private readonly db: Kysely<GatewayDB>) {}
+
+  async findKeyByDigest(digest: string): Promise<KeyRecord | undefined> {
+    return this.db.selectFrom("api_key").selectAll().where("secret_digest", "=", digest).executeTakeFirst();
+  }
+
+  async findKey(id: string): Promise<KeyRecord | undefined> {
+    return this.db.selectFrom("api_key").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  async findOrganization(id: string): Promise<OrganizationRecord | undefined> {
+    return this.db.selectFrom("organization").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /**
+   * The scopes a key holds on a client organization: an unrevoked grant while
+   * the key's organization still manages the client. Undefined otherwise.
+   */
+  async grantedScopes(key: Pick<KeyRecord, "id" | "organization_id">, clientId: string): Promise<string[] | undefined> {
+    const row = await this.db
+      .selectFrom("grant as g")
+      .innerJoin("managed_link as l", (j) =>
+        j
+          .onRef("l.client_organization_id", "=", "g.organization_id")
+          .on("l.manager_organization_id", "=", key.organization_id)
+          .on("l.status", "=", "accepted"),
+      )
+      .select("g.scopes")
+      .where("g.key_id", "=", key.id)
+      .where("g.organization_id", "=", clientId)
+      .where("g.revoked_at", "is", null)
+      .executeTakeFirst();
+    return row?.scopes;
+  }
+
+  /** The caller's own organization first, then every client the key reaches. */
+  async connections(key: KeyRecord): Promise<ConnectionRecord[]> {
+    const own = await this.findOrganization(key.organization_id);
+    const clients = await this.db
+      .selectFrom("grant as g")
+      .innerJoin("managed_link as l", (j) =>
+        j
+          .onRef("l.client_organization_id", "=", "g.organization_id")
+          .on("l.manager_organization_id", "=", key.organization_id)
+          .on("l.status", "=", "accepted"),
+      )
+      .innerJoin("organization as o", "o.id", "g.organization_id")
+      .select(["g.organization_id", "o.name", "g.scopes", "g.granted_at"])
+      .where("g.key_id", "=", key.id)
+      .where("g.revoked_at", "is", null)
+      .orderBy("g.granted_at")
+      .orderBy("g.organization_id")
+      .execute();
+    const out: ConnectionRecord[] = [];
+    if (own)
+      out.push({
+        organization_id: own.id,
+        display_name: own.name,
+        link_status: null,
+        scopes: key.scopes,
+        granted_at: key.created_at,
+      });
+    for (const c of clients)
+      out.push({
+        organization_id: c.organization_id,
+        display_name: c.name,
+        link_status: "accepted",
+        scopes: c.scopes,
+        granted_at: c.granted_at,
+      });
+    return out;
+  }
+
+  // ---- administration (the admin CLI) ----
+
+  async insertOrganization(o: { id: string; name: string; plan_id?: string; subscription_status?: string }) {
+    return this.db.insertInto("organization").values(o).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async setPlan(id: string, planId: string, subscriptionStatus: string) {
+    return this.db
+      .updateTable("organization")
+      .set({ plan_id: planId, subscription_status: subscriptionStatus })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async insertKey(k: Omit<KeyRecord, "created_at" | "revoked_at" | "rotated_at" | "rotation_overlap_ends_at" | "replaced_by_key_id">) {
+    return this.db
+      .insertInto("api_key")
+      .values({ ...k, scopes: sql`${sql.val(k.scopes)}::text[]` as unknown as string[] })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async revokeKey(id: string): Promise<KeyRecord | undefined> {
+    return this.db
+      .updateTable("api_key")
+      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async markRotated(id: string, replacedBy: string, overlapEndsAt: Date): Promise<KeyRecord | undefined> {
+    return this.db
+      .updateTable("api_key")
+      .set({ rotated_at: sql<Date>`now()`, rotation_overlap_ends_at: overlapEndsAt, replaced_by_key_id: replacedBy })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async upsertLink(managerId: string, clientId: string, franceMandate: boolean) {
+    return this.db
+      .insertInto("managed_link")
+      .values({
+        manager_organization_id: managerId,
+        client_organization_id: clientId,
+        status: "accepted",
+        france_mandate_confirmed_at: franceMandate ? new Date() : null,
+      })
+      .onConflict((oc) =>
+        oc.columns(["manager_organization_id", "client_organization_id"]).doUpdateSet({
+          status: "accepted",
+          ended_at: null,
+          france_mandate_confirmed_at: franceMandate ? new Date() : null,
+        }),
+      )
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  /** Ends the arrangement and, in the same transaction, every grant on that client held by the manager's keys. */
+  async endLink(managerId: string, clientId: string) {
+    return this.db.transaction().execute(async (trx) => {
+      const link = await trx
+        .updateTable("managed_link")
+        .set({ status: "ended", ended_at: sql<Date>`now()` })
+        .where("manager_organization_id", "=", managerId)
+        .where("client_organization_id", "=", clientId)
+        .returningAll()
+        .executeTakeFirst();
+      await trx
+        .updateTable("grant")
+        .set({ revoked_at: sql<Date>`now()` })
+        .where("organization_id", "=", clientId)
+        .where("revoked_at", "is", null)
+        .where("key_id", "in", trx.selectFrom("api_key").select("id").where("organization_id", "=", managerId))
+        .execute();
+      return link;
+    });
+  }
+
+  async upsertGrant(keyId: string, clientId: string, scopes: string[]) {
+    return this.db
+      .insertInto("grant")
+      .values({ key_id: keyId, organization_id: clientId, scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[] })
+      .onConflict((oc) =>
+        oc
+          .columns(["key_id", "organization_id"])
+          .doUpdateSet({ scopes: sql`excluded.scopes`, revoked_at: null, granted_at: sql`now()` }),
+      )
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+}

@@ -1,0 +1,56 @@
+import type { ColumnType, Generated } from "kysely";
+
+/** The `gateway` schema, and nothing else. */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface OrganizationTable {
+  id: string;
+  name: string;
+  plan_id: Generated<string>;
+  subscription_status: Generated<string>;
+  created_at: Generated<Date>;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  organization_id: string;
+  livemode: boolean;
+  kind: "secret" | "connector";
+  name: string;
+  scopes: string[];
+  secret_digest: string;
+  last4: string;
+  created_at: Generated<Date>;
+  expires_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  rotated_at: NullableTimestamp;
+  rotation_overlap_ends_at: NullableTimestamp;
+  replaced_by_key_id: string | null;
+}
+
+export interface ManagedLinkTable {
+  manager_organization_id: string;
+  client_organization_id: string;
+  status: "accepted" | "ended";
+  france_mandate_confirmed_at: NullableTimestamp;
+  created_at: Generated<Date>;
+  ended_at: NullableTimestamp;
+}
+
+export interface GrantTable {
+  key_id: string;
+  organization_id: string;
+  scopes: string[];
+  granted_at: Generated<Date>;
+  revoked_at: NullableTimestamp;
+}
+
+export interface GatewayDB {
+  organization: OrganizationTable;
+  api_key: ApiKeyTable;
+  managed_link: ManagedLinkTable;
+  grant: GrantTable;
+}
+
+export type { Timestamp };

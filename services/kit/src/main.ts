@@ -1,0 +1,30 @@
+import type { Logger } from "./logger";
+
+/**
+ * The command line of every service: `migrate` runs its schema migrations and
+ * exits (the Helm migrations Job, the local stack before start); `serve` (the
+ * default) runs the service until SIGTERM.
+ */
+export function runMain(
+  log: Logger,
+  commands: { migrate: () => Promise<void>; serve: () => Promise<void> },
+  argv = process.argv.slice(2),
+): void {
+  const command = argv[0] ?? "serve";
+  const fn = command === "migrate" ? commands.migrate : command === "serve" ? commands.serve : undefined;
+  if (!fn) {
+    log.fatal({ command }, "unknown command; expected 'serve' or 'migrate'");
+    process.exit(2);
+  }
+  fn()
+    .then(() => {
+      if (command === "migrate") {
+        log.info("migrations applied");
+        process.exit(0);
+      }
+    })
+    .catch((err: unknown) => {
+      log.fatal({ err }, `${command} failed`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,137 @@
+import { sql, type Kysely, type Selectable } from "kysely";
+import { ApiError, isUniqueViolation, newId, writeOutbox, type TenantContext } from "@dpp/kit";
+import type { PassportDB, PassportTable } from "./schema";
+import type { NewPassport } from "../domain/create-passport";
+import { passportRelated } from "../domain/passport-events";
+
+export type PassportRow = Selectable<PassportTable>;
+
+export interface ListFilters {
+  status?: string;
+  category?: string;
+  updatedSince?: Date;
+}
+
+/** Every query filters on the tenant: (organization_id, livemode). */
+export class PassportRepository {
+  constructor(private readonly db: Kysely<PassportDB>) {}
+
+  async create(t: TenantContext, p: NewPassport): Promise<PassportRow> {
+    const id = newId("pp");
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .insertInto("passport")
+          .values({
+            organization_id: t.organizationId,
+            livemode: t.livemode,
+            id,
+            category: p.category,
+            status: "draft",
+            gtin: p.gtin,
+            serial_number: p.serialNumber,
+            external_id: p.externalId,
+            registry_id: null,
+            data: JSON.stringify(p.data),
+            published_at: null,
+            trashed_at: null,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        if (p.gtin) await this.claimGtin(trx, t, p.gtin, id, "lead", id);
+        await writeOutbox(trx, {
+          id: newId("evt"),
+          type: "passport.created",
+          organization_id: t.organizationId,
+          livemode: t.livemode,
+          created_at: row.created_at.toISOString(),
+          related: passportRelated(row, null),
+        });
+        return row;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err, "passport_external_id_uq")) {
+        const existing = await this.db
+          .selectFrom("passport")
+          .select("id")
+          .where("organization_id", "=", t.organizationId)
+          .where("livemode", "=", t.livemode)
+          .where("external_id", "=", p.externalId)
+          .executeTakeFirst();
+        throw new ApiError("already_exists", "A passport with this external_id already exists.", {
+          external_id: p.externalId,
+          passport_id: existing?.id ?? null,
+          issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
+        });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Claims a GTIN for an owner inside the caller's transaction. A GTIN held by
+   * another passport (lead or variant) is gtin_in_use naming that passport.
+   */
+  async claimGtin(
+    trx: Kysely<PassportDB>,
+    t: TenantContext,
+    gtin: string,
+    passportId: string,
+    role: "lead" | "variant",
+    ownerId: string,
+  ): Promise<void> {
+    const inserted = await trx
+      .insertInto("gtin_claim")
+      .values({ organization_id: t.organizationId, livemode: t.livemode, gtin, passport_id: passportId, role, owner_id: ownerId })
+      .onConflict((oc) => oc.columns(["organization_id", "livemode", "gtin"]).doNothing())
+      .returning("gtin")
+      .executeTakeFirst();
+    if (inserted) return;
+    const holder = await trx
+      .selectFrom("gtin_claim as c")
+      .innerJoin("passport as p", (j) =>
+        j
+          .onRef("p.organization_id", "=", "c.organization_id")
+          .onRef("p.livemode", "=", "c.livemode")
+          .onRef("p.id", "=", "c.passport_id"),
+      )
+      .select(["c.passport_id", "c.role", "c.owner_id", sql<string | null>`p.data->>'product_name'`.as("product_name")])
+      .where("c.organization_id", "=", t.organizationId)
+      .where("c.livemode", "=", t.livemode)
+      .where("c.gtin", "=", gtin)
+      .executeTakeFirst();
+    if (holder && holder.passport_id === passportId && holder.owner_id === ownerId) return;
+    throw new ApiError("gtin_in_use", `GTIN ${gtin} belongs to another passport.`, {
+      gtin,
+      passport: holder ? `organizations/${t.organizationId}/passports/${holder.passport_id}` : null,
+      passport_id: holder?.passport_id ?? null,
+      product_name: holder?.product_name ?? null,
+      role: holder?.role ?? null,
+      issues: [{ source: { pointer: "/data/gtin" }, rule: "gtin_in_use" }],
+    });
+  }
+
+  async get(t: TenantContext, id: string): Promise<PassportRow | undefined> {
+    return this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .executeTakeFirst();
+  }
+
+  /** Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. */
+  async list(t: TenantContext, f: ListFilters, limit: number, afterId?: string): Promise<PassportRow[]> {
+    let q = this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode);
+    if (f.status) q = q.where("status", "=", f.status);
+    if (f.category) q = q.where("category", "=", f.category);
+    if (f.updatedSince) q = q.where("updated_at", ">=", f.updatedSince);
+    if (afterId) q = q.where("id", "<", afterId);
+    return q.orderBy("id", "desc").limit(limit).execute();
+  }
+}

@@ -1,0 +1,38 @@
+import type { ColumnType, Generated } from "kysely";
+import type { OutboxTable } from "@dpp/kit";
+
+/** The `passport` schema, and nothing else. */
+export interface PassportTable {
+  organization_id: string;
+  livemode: boolean;
+  id: string;
+  category: string;
+  status: string;
+  gtin: string | null;
+  serial_number: string | null;
+  external_id: string | null;
+  version: Generated<number>;
+  registry_id: string | null;
+  /** jsonb: written as JSON text, read as an object. */
+  data: ColumnType<Record<string, unknown>, string, string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  published_at: Date | null;
+  trashed_at: Date | null;
+}
+
+export interface GtinClaimTable {
+  organization_id: string;
+  livemode: boolean;
+  gtin: string;
+  passport_id: string;
+  role: "lead" | "variant";
+  owner_id: string;
+  created_at: Generated<Date>;
+}
+
+export interface PassportDB {
+  passport: PassportTable;
+  gtin_claim: GtinClaimTable;
+  outbox: OutboxTable;
+}

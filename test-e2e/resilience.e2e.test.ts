@@ -1,0 +1,52 @@
+/** Services run as separate processes: losing one answers an enveloped 5xx fast, and the rest keeps working. */
+import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
+
+let h: Harness;
+let t: Tenant;
+
+beforeAll(async () => {
+  h = await startHarness("e2e_resilience");
+  t = await h.tenant("Resilient Brand");
+});
+afterAll(() => h?.close());
+
+it("runs gateway, passport and events as separate processes", () => {
+  const pids = Object.values(h.stack.services).map((s) => s.process.pid);
+  expect(new Set(pids).size).toBe(3);
+  expect(pids).not.toContain(process.pid);
+});
+
+it("answers an enveloped 5xx within the deadline while passport is down, and recovers", async () => {
+  const path = `/organizations/${t.organizationId}/passports`;
+  expect((await h.request(path, { key: t.testKey })).status).toBe(200);
+
+  await h.stack.stopService("passport");
+  const started = Date.now();
+  const res = await h.request(path, { key: t.testKey });
+  const elapsed = Date.now() - started;
+  expect(res.status).toBeGreaterThanOrEqual(500);
+  const e = envelope(res);
+  expect(e.code).toBe("internal_error");
+  expect(e.details).toMatchObject({ service: "passport" });
+  // Bounded by the gateway's gRPC deadline (5 s by default), never a hang.
+  expect(elapsed).toBeLessThan(6000);
+  const create = await h.request(path, { key: t.testKey, body: { category: "general" } });
+  expect(create.status).toBeGreaterThanOrEqual(500);
+  expect(envelope(create).code).toBe("internal_error");
+
+  // The rest keeps working.
+  expect((await h.request("/whoami", { key: t.testKey })).status).toBe(200);
+  expect((await h.request(`/organizations/${t.organizationId}/events`, { key: t.testKey })).status).toBe(200);
+
+  await h.stack.startService("passport");
+  // The gateway's channel reconnects within its reconnect backoff (at most 1 s).
+  let status = 0;
+  const until = Date.now() + 5000;
+  while (status !== 200 && Date.now() < until) {
+    status = (await h.request(path, { key: t.testKey })).status;
+    if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(status).toBe(200);
+  const again = await h.request(path, { key: t.testKey, body: { category: "general" } });
+  expect(again.status).toBe(201);
+});

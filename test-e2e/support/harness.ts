@@ -1,0 +1,117 @@
+/**
+ * Black-box harness: a fresh database, the whole stack as separate processes,
+ * and an HTTP client that speaks to the gateway as an integrator would.
+ */
+import os from "node:os";
+import path from "node:path";
+import { createDb } from "@dpp/kit";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
+import { migrateAll, startStack, type Stack } from "@dpp/stack/src/stack";
+import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
+import type { Kysely } from "kysely";
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  method?: string;
+  key?: string | null;
+  body?: unknown;
+  /** Raw body text, sent as is. */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Harness {
+  stack: Stack;
+  db: TestDatabase;
+  admin: Admin;
+  gatewayDb: Kysely<GatewayDB>;
+  request<T = any>(path: string, o?: RequestOptions): Promise<ApiResponse<T>>;
+  /** A fresh organization with a test key and a live key holding every scope. */
+  tenant(name?: string, plan?: string): Promise<Tenant>;
+  close(): Promise<void>;
+}
+
+export interface Tenant {
+  organizationId: string;
+  testKey: string;
+  liveKey: string;
+  testKeyId: string;
+  liveKeyId: string;
+}
+
+export async function startHarness(label: string): Promise<Harness> {
+  const db = await createTestDatabase(label);
+  const logDir = path.join(os.tmpdir(), `dpp-e2e-${db.name}`);
+  await migrateAll(db.url, logDir);
+  const stack = await startStack({ databaseUrl: db.url, logDir, logLevel: "warn" });
+  const gatewayDb = createDb<GatewayDB>({ url: db.url, schema: GATEWAY_SCHEMA, applicationName: "e2e", max: 2 });
+  const admin = new Admin(new IdentityRepository(gatewayDb));
+
+  const request = async <T>(p: string, o: RequestOptions = {}): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    let body: string | undefined = o.raw;
+    if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(stack.baseUrl + p, { method: o.method ?? (body ? "POST" : "GET"), headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  };
+
+  const tenant = async (name = "Brand", plan = "pro"): Promise<Tenant> => {
+    const org = await admin.createOrganization(name, plan, plan === "trial" ? "trialing" : "active");
+    const test = await admin.createKey({ organizationId: org.id, livemode: false });
+    const live = await admin.createKey({ organizationId: org.id, livemode: true });
+    return {
+      organizationId: org.id,
+      testKey: test.key,
+      liveKey: live.key,
+      testKeyId: test.record.id,
+      liveKeyId: live.record.id,
+    };
+  };
+
+  return {
+    stack,
+    db,
+    admin,
+    gatewayDb,
+    request,
+    tenant,
+    close: async () => {
+      await stack.stop();
+      await gatewayDb.destroy();
+      await db.drop();
+    },
+  };
+}
+
+/** Asserts the error envelope shape and returns its error object. */
+export function envelope(res: ApiResponse): {
+  code: string;
+  message: string;
+  documentation_url: string;
+  request_id: string;
+  details: Record<string, any>;
+} {
+  const e = (res.body as { error?: any })?.error;
+  if (!e) throw new Error(`expected an error envelope, got ${res.status} ${res.text}`);
+  expect(Object.keys(e).sort()).toEqual(["code", "details", "documentation_url", "message", "request_id"]);
+  expect(typeof e.message).toBe("string");
+  expect(e.request_id).toBe(res.headers.get("request-id"));
+  return e;
+}

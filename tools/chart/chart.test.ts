@@ -1,0 +1,288 @@
+/**
+ * Static checks of the Helm chart in charts/dpp.
+ *
+ * No `helm` binary can be installed on the development and CI machines (not in
+ * Debian bookworm, not on npm), so `helm lint` and `helm template` cannot run
+ * here. What can be checked without it is checked here:
+ * - Chart.yaml and values.yaml parse (the `yaml` package) and say what they must;
+ * - values.yaml is valid against values.schema.json (ajv, draft-07), and the
+ *   schema rejects what it must (unknown keys, unknown components, bad types);
+ * - every template's `{{ }}` actions are balanced and its if/range/with/define
+ *   blocks are closed;
+ * - every `.Values.x.y` path a template reads exists in values.yaml;
+ * - every service under services/ with a src/main.ts (except kit) has a component;
+ * - README.md documents every value.
+ * Where helm exists (a release pipeline), also run:
+ *   helm lint charts/dpp && helm template dpp charts/dpp
+ */
+import fs from "node:fs";
+import path from "node:path";
+import YAML from "yaml";
+import Ajv from "ajv";
+
+const repoRoot = path.resolve(__dirname, "..", "..");
+const chartDir = path.join(repoRoot, "charts", "dpp");
+const read = (...p: string[]) => fs.readFileSync(path.join(chartDir, ...p), "utf8");
+
+type Values = Record<string, any>;
+const values: Values = YAML.parse(read("values.yaml"));
+const schema = JSON.parse(read("values.schema.json"));
+
+function validator() {
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  return ajv.compile(schema);
+}
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+describe("Chart.yaml", () => {
+  const chart = YAML.parse(read("Chart.yaml"));
+
+  test("is a v2 application chart named dpp, version 0.1.0", () => {
+    expect(chart).toMatchObject({ apiVersion: "v2", name: "dpp", type: "application", version: "0.1.0" });
+    expect(String(chart.appVersion)).toBe("0.1.0");
+  });
+});
+
+describe("values.yaml against values.schema.json", () => {
+  const validate = validator();
+
+  test("the schema is draft-07 and closed at the top level", () => {
+    expect(schema.$schema).toBe("http://json-schema.org/draft-07/schema#");
+    expect(schema.additionalProperties).toBe(false);
+  });
+
+  test("values.yaml is valid", () => {
+    const ok = validate(values);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(ok).toBe(true);
+  });
+
+  test("every top-level key of values.yaml is described by the schema, and the reverse", () => {
+    const described = Object.keys(schema.properties).filter((k) => k !== "global");
+    expect(Object.keys(values).sort()).toEqual(described.sort());
+  });
+
+  const rejected: Array<[string, (v: Values) => void]> = [
+    ["an unknown top-level key", (v) => (v.replicaCount = 3)],
+    ["an unknown component", (v) => (v.components.billing = clone(v.components.passport))],
+    ["an unknown key inside a component", (v) => (v.components.passport.replica = 2)],
+    ["replicas of the wrong type", (v) => (v.components.gateway.replicas = "two")],
+    ["an unknown component kind", (v) => (v.components.events.kind = "tcp")],
+    ["a port out of range", (v) => (v.components.events.port = 70000)],
+    ["a component without its database secret", (v) => delete v.components.passport.databaseSecret],
+    ["a database secret without a key", (v) => delete v.components.passport.databaseSecret.key],
+    ["a malformed Kafka broker", (v) => (v.bus.kafka.brokers = ["kafka"])],
+    ["an unknown log level", (v) => (v.config.logLevel = "verbose")],
+  ];
+  test.each(rejected)("rejects %s", (_what, mutate) => {
+    const v = clone(values);
+    mutate(v);
+    expect(validate(v)).toBe(false);
+  });
+
+  test("accepts Helm's `global` key and the optional per-component overrides", () => {
+    const v = clone(values);
+    v.global = { imageRegistry: "r.example.com" };
+    Object.assign(v.components.passport, {
+      autoscaling: { enabled: true, maxReplicas: 10, targetMemoryUtilizationPercentage: 80 },
+      podDisruptionBudget: { minAvailable: 1 },
+      nodeSelector: { pool: "general" },
+      tolerations: [{ key: "dedicated", operator: "Exists" }],
+      terminationGracePeriodSeconds: 45,
+    });
+    v.bus.kafka.brokers = ["kafka-0.kafka:9092", "kafka-1.kafka:9092"];
+    const ok = validate(v);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(ok).toBe(true);
+  });
+});
+
+describe("components", () => {
+  const components: Record<string, Values> = values.components;
+
+  test("every service under services/ with a src/main.ts has a component", () => {
+    const servicesDir = path.join(repoRoot, "services");
+    const services = fs
+      .readdirSync(servicesDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name !== "kit")
+      .filter((d) => fs.existsSync(path.join(servicesDir, d.name, "src", "main.ts")))
+      .map((d) => d.name);
+    for (const name of services) expect(Object.keys(components)).toContain(name);
+  });
+
+  test("the planned services are present: three enabled, four switched off for later", () => {
+    const enabled = Object.keys(components).filter((n) => components[n].enabled);
+    expect(enabled.sort()).toEqual(["events", "gateway", "passport"]);
+    for (const n of ["variants-units", "documents", "imports", "filings"]) {
+      expect(components[n]?.enabled).toBe(false);
+    }
+  });
+
+  test("the gateway speaks http, every other component grpc, on distinct ports", () => {
+    for (const [name, c] of Object.entries(components)) {
+      expect(c.kind).toBe(name === "gateway" ? "http" : "grpc");
+    }
+    const ports = Object.values(components).map((c) => c.port);
+    expect(new Set(ports).size).toBe(ports.length);
+    expect(components.passport.port).toBe(50051);
+    expect(components.events.port).toBe(50052);
+    expect(components.gateway.port).toBe(8080);
+  });
+
+  test("each component has its own database secret (its own Postgres role)", () => {
+    const names = Object.values(components).map((c) => c.databaseSecret.name);
+    expect(names.every((n) => typeof n === "string" && n.length > 0)).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+  });
+});
+
+describe("templates", () => {
+  const templatesDir = path.join(chartDir, "templates");
+  const files = fs.readdirSync(templatesDir).sort();
+  const expected = [
+    "NOTES.txt",
+    "_helpers.tpl",
+    "configmap.yaml",
+    "deployment.yaml",
+    "hpa.yaml",
+    "ingress.yaml",
+    "migrations-job.yaml",
+    "pdb.yaml",
+    "service.yaml",
+    "serviceaccount.yaml",
+  ];
+
+  test("the expected template files exist", () => {
+    expect(files).toEqual(expect.arrayContaining(expected));
+  });
+
+  /** The actions of a Go template, in order; throws on an unclosed or nested `{{`. */
+  function actions(text: string): string[] {
+    const out: string[] = [];
+    let i = 0;
+    for (;;) {
+      const open = text.indexOf("{{", i);
+      const strayClose = text.indexOf("}}", i);
+      if (open === -1) {
+        if (strayClose !== -1) throw new Error(`"}}" without "{{" at offset ${strayClose}`);
+        return out;
+      }
+      if (strayClose !== -1 && strayClose < open)
+        throw new Error(`"}}" without "{{" at offset ${strayClose}`);
+      const close = text.indexOf("}}", open + 2);
+      if (close === -1) throw new Error(`"{{" without "}}" at offset ${open}`);
+      const body = text.slice(open + 2, close);
+      // A comment may hold anything but its own terminator; any other action no "{{".
+      if (!/^-?\s*\/\*/.test(body) && body.includes("{{")) throw new Error(`nested "{{" at offset ${open}`);
+      out.push(body);
+      i = close + 2;
+    }
+  }
+
+  /** Checks that if/range/with/define/block open and `end` closes, with else only inside a block. */
+  function checkBlocks(text: string): void {
+    const stack: string[] = [];
+    for (const raw of actions(text)) {
+      const body = raw.replace(/^-\s/, "").replace(/\s-$/, "").trim();
+      if (body.startsWith("/*")) {
+        if (!body.endsWith("*/")) throw new Error(`unterminated comment: {{${raw}}}`);
+        continue;
+      }
+      const word = body.split(/[\s(]/)[0];
+      if (["if", "range", "with", "define", "block"].includes(word)) stack.push(word);
+      else if (word === "else") {
+        if (stack.length === 0) throw new Error("else outside a block");
+      } else if (word === "end") {
+        if (stack.pop() === undefined) throw new Error("end without a block");
+      }
+    }
+    if (stack.length > 0) throw new Error(`unclosed ${stack.join(", ")}`);
+  }
+
+  test.each(files)("%s has balanced actions and closed blocks", (file) => {
+    const text = fs.readFileSync(path.join(templatesDir, file), "utf8");
+    expect(text.length).toBeGreaterThan(0);
+    expect(() => checkBlocks(text)).not.toThrow();
+    if (file !== "_helpers.tpl") expect(actions(text).length).toBeGreaterThan(0);
+  });
+
+  test("the block checker itself rejects broken templates", () => {
+    expect(() => checkBlocks("{{ if .a }}x")).toThrow(/unclosed/);
+    expect(() => checkBlocks("x {{ end }}")).toThrow(/without a block/);
+    expect(() => checkBlocks("{{ .a }")).toThrow(/without/);
+    expect(() => checkBlocks("{{ .a {{ .b }}")).toThrow(/nested/);
+    expect(() =>
+      checkBlocks("{{- range $k, $v := .x }}{{ if $v }}a{{ else }}b{{ end }}{{- end }}"),
+    ).not.toThrow();
+  });
+
+  test("every .Values path a template reads exists in values.yaml", () => {
+    const missing: string[] = [];
+    for (const file of files) {
+      const text = fs.readFileSync(path.join(templatesDir, file), "utf8");
+      for (const m of text.matchAll(/\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)/g)) {
+        const keys = m[1].slice(1).split(".");
+        let node: unknown = values;
+        for (const k of keys) {
+          if (node === null || typeof node !== "object" || !(k in (node as object))) {
+            missing.push(`${file}: .Values.${keys.join(".")}`);
+            break;
+          }
+          node = (node as Record<string, unknown>)[k];
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  test("the migrations Job is a pre-install and pre-upgrade hook that runs `migrate`", () => {
+    const job = fs.readFileSync(path.join(templatesDir, "migrations-job.yaml"), "utf8");
+    expect(job).toContain("helm.sh/hook: pre-install,pre-upgrade");
+    expect(job).toMatch(/dist\/main\.js" \$name \| quote \}\}, "migrate"\]/);
+  });
+
+  test("gRPC components get native gRPC probes, http ones /healthz and /readyz", () => {
+    const dep = fs.readFileSync(path.join(templatesDir, "deployment.yaml"), "utf8");
+    expect(dep.match(/grpc:\n\s+port: \{\{ \$c\.port \}\}/g)?.length).toBe(3);
+    expect(dep).toContain("path: /healthz");
+    expect(dep).toContain("path: /readyz");
+  });
+});
+
+describe("README.md", () => {
+  const readme = read("README.md");
+
+  /** Leaf paths of values.yaml; components are documented once, as components.<name>.<field>. */
+  function leafPaths(node: unknown, prefix: string): string[] {
+    if (prefix === "components") {
+      const fields = new Set<string>();
+      for (const c of Object.values(node as Record<string, Values>))
+        Object.keys(c).forEach((f) => fields.add(f));
+      return [...fields].map((f) => `components.<name>.${f}`);
+    }
+    if (node === null || typeof node !== "object" || Array.isArray(node) || Object.keys(node).length === 0) {
+      return [prefix];
+    }
+    return Object.entries(node as Record<string, unknown>).flatMap(([k, v]) =>
+      leafPaths(v, prefix ? `${prefix}.${k}` : k),
+    );
+  }
+
+  /** Documented: the path itself, or an ancestor below the top level (it covers its children), in backticks. */
+  function documented(p: string): boolean {
+    const parts = p.split(".");
+    for (let i = parts.length; i >= Math.min(2, parts.length); i--) {
+      if (readme.includes("`" + parts.slice(0, i).join(".") + "`")) return true;
+    }
+    return false;
+  }
+
+  test("documents every value", () => {
+    expect(leafPaths(values, "").filter((p) => !documented(p))).toEqual([]);
+  });
+
+  test("says that helm cannot run on these machines", () => {
+    expect(readme).toMatch(/no `helm` binary/i);
+  });
+});
