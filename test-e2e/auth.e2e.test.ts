@@ -15,7 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const whoami = (key: string | null, headers: Record<string, string> = {}) => h.request("/whoami", { key, headers });
+const whoami = (key: string | null, headers: Record<string, string> = {}) =>
+  h.request("/whoami", { key, headers });
 
 describe("keys", () => {
   it("answers whoami with the key id for a valid key", async () => {
@@ -79,7 +80,10 @@ describe("keys", () => {
     const closed = await h.admin.rotateKey(within.record.id, 0);
     const res = await whoami(within.key);
     expect(res.status).toBe(401);
-    expect(envelope(res)).toMatchObject({ code: "key_rotated", details: { replaced_by_key_id: closed.record.id } });
+    expect(envelope(res)).toMatchObject({
+      code: "key_rotated",
+      details: { replaced_by_key_id: closed.record.id },
+    });
     expect((await whoami(closed.key)).status).toBe(200);
   });
 
@@ -113,7 +117,11 @@ describe("organizations, grants and scopes", () => {
   });
 
   it("names the missing scope", async () => {
-    const k = await h.admin.createKey({ organizationId: t.organizationId, livemode: false, scopes: ["events:read"] });
+    const k = await h.admin.createKey({
+      organizationId: t.organizationId,
+      livemode: false,
+      scopes: ["events:read"],
+    });
     const res = await h.request(passports(t.organizationId), { key: k.key });
     expect(res.status).toBe(403);
     const e = envelope(res);
@@ -126,7 +134,11 @@ describe("organizations, grants and scopes", () => {
   });
 
   it("lets a write scope read", async () => {
-    const k = await h.admin.createKey({ organizationId: t.organizationId, livemode: false, scopes: ["passports:write"] });
+    const k = await h.admin.createKey({
+      organizationId: t.organizationId,
+      livemode: false,
+      scopes: ["passports:write"],
+    });
     expect((await h.request(passports(t.organizationId), { key: k.key })).status).toBe(200);
   });
 
@@ -156,7 +168,10 @@ describe("organizations, grants and scopes", () => {
 
     const read = await h.request(passports(client.organizationId), { key: t.testKey });
     expect(read.status).toBe(200);
-    const write = await h.request(passports(client.organizationId), { key: t.testKey, body: { category: "general" } });
+    const write = await h.request(passports(client.organizationId), {
+      key: t.testKey,
+      body: { category: "general" },
+    });
     expect(write.status).toBe(403);
     expect(envelope(write).code).toBe("insufficient_scope");
     // The grant belongs to the test key only.

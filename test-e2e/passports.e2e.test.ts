@@ -119,7 +119,11 @@ describe("passports", () => {
     expect(res.status).toBe(409);
     const e = envelope(res);
     expect(e.code).toBe("gtin_in_use");
-    expect(e.details).toMatchObject({ passport_id: created.id, product_name: "Organic T-shirt", role: "lead" });
+    expect(e.details).toMatchObject({
+      passport_id: created.id,
+      product_name: "Organic T-shirt",
+      role: "lead",
+    });
   });
 
   it("refuses unknown data keys and bad values with JSON Pointers, storing nothing", async () => {
@@ -148,7 +152,10 @@ describe("passports", () => {
     expect(envelope(missing).details.issues).toEqual([
       expect.objectContaining({ source: { pointer: "/category" }, rule: "required" }),
     ]);
-    const unknown = await h.request(passports(t.organizationId), { key: t.testKey, body: { category: "spaceship" } });
+    const unknown = await h.request(passports(t.organizationId), {
+      key: t.testKey,
+      body: { category: "spaceship" },
+    });
     expect(unknown.status).toBe(422);
     expect(envelope(unknown).details.issues[0].source.pointer).toBe("/category");
   });
@@ -182,7 +189,9 @@ describe("passports", () => {
     expect(seen.slice(0, 5)).toEqual([...ids].reverse());
     expect(seen).toContain(created.id);
 
-    const batteries = await h.request(`${passports(t.organizationId)}?category=battery&limit=1`, { key: t.testKey });
+    const batteries = await h.request(`${passports(t.organizationId)}?category=battery&limit=1`, {
+      key: t.testKey,
+    });
     expect(batteries.body.data.every((p: any) => p.category === "battery")).toBe(true);
     expect(batteries.body.has_more).toBe(true);
     const misuse = await h.request(
@@ -192,13 +201,17 @@ describe("passports", () => {
     expect(misuse.status).toBe(400);
     expect(envelope(misuse).code).toBe("cursor_invalid");
 
-    const drafts = await h.request(`${passports(t.organizationId)}?status=draft&limit=100`, { key: t.testKey });
+    const drafts = await h.request(`${passports(t.organizationId)}?status=draft&limit=100`, {
+      key: t.testKey,
+    });
     expect(drafts.body.data.length).toBe(seen.length);
     const future = await h.request(`${passports(t.organizationId)}?updated_since=2999-01-01T00:00:00Z`, {
       key: t.testKey,
     });
     expect(future.body.data).toEqual([]);
-    const badDate = await h.request(`${passports(t.organizationId)}?updated_since=yesterday`, { key: t.testKey });
+    const badDate = await h.request(`${passports(t.organizationId)}?updated_since=yesterday`, {
+      key: t.testKey,
+    });
     expect(badDate.status).toBe(400);
     expect(envelope(badDate).code).toBe("invalid_request");
     const badLimit = await h.request(`${passports(t.organizationId)}?limit=0`, { key: t.testKey });
@@ -254,9 +267,12 @@ describe("passports", () => {
     const all = await feed(t.organizationId, t.testKey);
     expect([...page1.body.data, ...rest.body.data].map((e: any) => e.id)).toEqual(all.map((e) => e.id));
 
-    const tail = await h.request(`${events(t.organizationId)}?cursor=${encodeURIComponent(rest.body.next_cursor)}`, {
-      key: t.testKey,
-    });
+    const tail = await h.request(
+      `${events(t.organizationId)}?cursor=${encodeURIComponent(rest.body.next_cursor)}`,
+      {
+        key: t.testKey,
+      },
+    );
     expect(tail.body.data).toEqual([]);
     const r = await h.request(passports(t.organizationId), { key: t.testKey, body: { category: "general" } });
     const fresh = await (async () => {

@@ -50,7 +50,12 @@ export async function startHarness(label: string): Promise<Harness> {
   const logDir = path.join(os.tmpdir(), `dpp-e2e-${db.name}`);
   await migrateAll(db.url, logDir);
   const stack = await startStack({ databaseUrl: db.url, logDir, logLevel: "warn" });
-  const gatewayDb = createDb<GatewayDB>({ url: db.url, schema: GATEWAY_SCHEMA, applicationName: "e2e", max: 2 });
+  const gatewayDb = createDb<GatewayDB>({
+    url: db.url,
+    schema: GATEWAY_SCHEMA,
+    applicationName: "e2e",
+    max: 2,
+  });
   const admin = new Admin(new IdentityRepository(gatewayDb));
 
   const request = async <T>(p: string, o: RequestOptions = {}): Promise<ApiResponse<T>> => {
@@ -61,7 +66,11 @@ export async function startHarness(label: string): Promise<Harness> {
       body = JSON.stringify(o.body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(stack.baseUrl + p, { method: o.method ?? (body ? "POST" : "GET"), headers, body });
+    const res = await fetch(stack.baseUrl + p, {
+      method: o.method ?? (body ? "POST" : "GET"),
+      headers,
+      body,
+    });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {

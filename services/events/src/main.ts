@@ -3,6 +3,7 @@
  *   node --import tsx services/events/src/main.ts migrate   (schema `events` + bus tables, then exit)
  *   node --import tsx services/events/src/main.ts serve     (the default; runs until SIGTERM)
  */
+import "./tracing";
 import {
   ConfigError,
   addService,

@@ -28,7 +28,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("rotation_overlap_ends_at", "timestamptz")
     .addColumn("replaced_by_key_id", "text")
     .execute();
-  await db.schema.createIndex("api_key_org_idx").on("api_key").columns(["organization_id", "livemode"]).execute();
+  await db.schema
+    .createIndex("api_key_org_idx")
+    .on("api_key")
+    .columns(["organization_id", "livemode"])
+    .execute();
 
   // A managing organization acts for a client organization.
   await db.schema
@@ -55,5 +59,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["grant", "managed_link", "api_key", "organization"]) await db.schema.dropTable(t).execute();
+  for (const t of ["grant", "managed_link", "api_key", "organization"])
+    await db.schema.dropTable(t).execute();
 }

@@ -122,13 +122,18 @@ export class Admin {
       name: old.name,
       expiresAt: old.expires_at,
     });
-    const rotated = await this.repo.markRotated(old.id, fresh.record.id, new Date(Date.now() + overlapSeconds * 1000));
+    const rotated = await this.repo.markRotated(
+      old.id,
+      fresh.record.id,
+      new Date(Date.now() + overlapSeconds * 1000),
+    );
     return { ...fresh, rotated: publicKey(rotated!) };
   }
 
   async linkClient(managerId: string, clientId: string, franceMandate = false) {
     for (const id of [managerId, clientId])
-      if (!(await this.repo.findOrganization(id))) throw new ApiError("resource_not_found", `No organization ${id}.`);
+      if (!(await this.repo.findOrganization(id)))
+        throw new ApiError("resource_not_found", `No organization ${id}.`);
     const link = await this.repo.upsertLink(managerId, clientId, franceMandate);
     return { ...link, created_at: link.created_at.toISOString() };
   }

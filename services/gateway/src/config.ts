@@ -20,4 +20,5 @@ export const gatewayEnv = z.object({
 
 export type GatewayConfig = z.infer<typeof gatewayEnv>;
 
-export const loadGatewayConfig = (env: Record<string, string | undefined> = process.env) => loadConfig(gatewayEnv, env);
+export const loadGatewayConfig = (env: Record<string, string | undefined> = process.env) =>
+  loadConfig(gatewayEnv, env);

@@ -47,7 +47,9 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     },
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
+    const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, (err?: Error) =>
+      err ? reject(err) : resolve(s),
+    );
   });
   server.keepAliveTimeout = 65_000;
   const addr = server.address();

@@ -1,3 +1,4 @@
+import "./tracing";
 import { createLogger, onShutdownSignal, runMain } from "@dpp/kit";
 import { loadGatewayConfig } from "./config";
 import { migrateGateway, startGateway } from "./gateway";

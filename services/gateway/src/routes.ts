@@ -53,7 +53,14 @@ export const ROUTES: readonly RouteSpec[] = [
     rpc: "dpp.passport.v1.PassportService/GetCategorySchema",
     successStatus: 200,
   },
-  { operationId: "whoami", method: "GET", path: "/whoami", auth: "key", idempotent: false, successStatus: 200 },
+  {
+    operationId: "whoami",
+    method: "GET",
+    path: "/whoami",
+    auth: "key",
+    idempotent: false,
+    successStatus: 200,
+  },
   {
     operationId: "listOrganizations",
     method: "GET",

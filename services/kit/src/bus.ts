@@ -115,7 +115,12 @@ export class PgBus implements Bus {
       await trx
         .insertInto("message")
         .values(
-          messages.map((m) => ({ topic, key: m.key, value: m.value, headers: JSON.stringify(m.headers ?? {}) })),
+          messages.map((m) => ({
+            topic,
+            key: m.key,
+            value: m.value,
+            headers: JSON.stringify(m.headers ?? {}),
+          })),
         )
         .execute();
       await sql`select pg_notify(${NOTIFY_CHANNEL}, ${topic})`.execute(trx);
@@ -169,7 +174,10 @@ class PgSubscription {
   ) {}
 
   async start(): Promise<void> {
-    const listener = new pg.Client({ connectionString: this.o.url, application_name: `bus-listen-${this.s.group}` });
+    const listener = new pg.Client({
+      connectionString: this.o.url,
+      application_name: `bus-listen-${this.s.group}`,
+    });
     listener.on("error", (err: Error) =>
       this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
     );
@@ -191,7 +199,9 @@ class PgSubscription {
     }
     this.running = true;
     this.loop = this.drain()
-      .catch((err: unknown) => this.o.log.error({ err, group: this.s.group }, "bus consumer batch failed; will retry"))
+      .catch((err: unknown) =>
+        this.o.log.error({ err, group: this.s.group }, "bus consumer batch failed; will retry"),
+      )
       .finally(() => {
         this.running = false;
         if (this.pending) {
@@ -240,7 +250,10 @@ class PgSubscription {
         rows.map((r) => ({
           key: r.key,
           value: r.value,
-          headers: (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers) as Record<string, string>,
+          headers: (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers) as Record<
+            string,
+            string
+          >,
         })),
       );
       await trx

@@ -27,11 +27,11 @@ export class ConfigError extends Error {
 /** host:port, as used for <SERVICE>_ADDR and listen addresses. */
 export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, "expected host:port");
 
-export const postgresUrl = z
-  .string()
-  .regex(/^postgres(ql)?:\/\//, "expected a postgres:// connection URL");
+export const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "expected a postgres:// connection URL");
 
-export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
+export const logLevel = z
+  .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+  .default("info");
 
 export const positiveInt = (def: number) => z.coerce.number().int().positive().default(def);
 

@@ -75,7 +75,10 @@ export function contextFromMetadata(md: Metadata): RequestContext {
 /** Narrows to a tenant context; a call without one is a wiring fault, not client input. */
 export function requireTenant(ctx: RequestContext): TenantContext {
   if (ctx.organizationId === undefined || ctx.livemode === undefined) {
-    throw new ApiError("configuration_error", "The request reached a tenant endpoint without a tenant context.");
+    throw new ApiError(
+      "configuration_error",
+      "The request reached a tenant endpoint without a tenant context.",
+    );
   }
   return ctx as TenantContext;
 }

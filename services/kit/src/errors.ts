@@ -7,7 +7,10 @@ export const ERROR_TABLE = {
   invalid_key: { status: 401, message: "The API key is not valid." },
   key_revoked: { status: 401, message: "The API key has been revoked." },
   key_expired: { status: 401, message: "The API key has expired." },
-  key_rotated: { status: 401, message: "The API key was replaced by rotation and its overlap window has closed." },
+  key_rotated: {
+    status: 401,
+    message: "The API key was replaced by rotation and its overlap window has closed.",
+  },
   mode_mismatch: { status: 400, message: "The key's prefix does not match the mode of the credential." },
   insufficient_scope: { status: 403, message: "The credential lacks the scope this endpoint requires." },
   organization_not_found_or_not_granted: {
@@ -29,7 +32,10 @@ export const ERROR_TABLE = {
   gtin_in_use: { status: 409, message: "The GTIN belongs to another passport." },
   variant_limit_reached: { status: 422, message: "The passport has reached its variant limit." },
   variant_review_required: { status: 409, message: "Assistant-written sizes and colours need review first." },
-  variant_review_changed: { status: 409, message: "Sizes or colours changed after the reviewed fingerprint." },
+  variant_review_changed: {
+    status: 409,
+    message: "Sizes or colours changed after the reviewed fingerprint.",
+  },
   precondition_failed: { status: 412, message: "The resource changed since the supplied version." },
   resource_busy: { status: 409, message: "Another request is modifying the resource; retry later." },
   gtin_required: { status: 422, message: "A GTIN is required for this operation." },
@@ -41,7 +47,10 @@ export const ERROR_TABLE = {
     status: 422,
     message: "A required field is satisfied only by a document that is no longer attached.",
   },
-  document_feeds_extraction: { status: 409, message: "The document records where passport values came from." },
+  document_feeds_extraction: {
+    status: 409,
+    message: "The document records where passport values came from.",
+  },
   document_feeds_reading: { status: 409, message: "The document supports recorded battery values." },
   invalid_input: { status: 400, message: "The request body failed validation." },
   invalid_observed_on: { status: 400, message: "observed_on is not a valid date." },
@@ -52,7 +61,10 @@ export const ERROR_TABLE = {
   invalid_document_id: { status: 400, message: "The document id is not valid." },
   unit_status_required: { status: 400, message: "The unit already has a status; choose a status instead." },
   unit_status_transition_forbidden: { status: 409, message: "This unit status transition is not allowed." },
-  unit_status_history_conflict: { status: 409, message: "The status conflicts with the unit's recorded history." },
+  unit_status_history_conflict: {
+    status: 409,
+    message: "The status conflicts with the unit's recorded history.",
+  },
   unit_status_not_allowed: { status: 422, message: "The status is not one of the allowed values." },
   unit_reading_document_unavailable: { status: 400, message: "No such document for a reading." },
   delegation_required: { status: 403, message: "Filing needs an active delegation." },
@@ -70,7 +82,10 @@ export const ERROR_TABLE = {
   plan_required: { status: 402, message: "The organization's plan does not allow this operation." },
   rate_limited: { status: 429, message: "Too many requests." },
   grant_conflict: { status: 409, message: "The grant conflicts with an existing one." },
-  grantor_not_seated: { status: 403, message: "The granting key's organization does not manage this client." },
+  grantor_not_seated: {
+    status: 403,
+    message: "The granting key's organization does not manage this client.",
+  },
   france_mandate_required: {
     status: 403,
     message: "filings:write needs the client's confirmed written authorisation.",
@@ -107,7 +122,12 @@ export class ApiError extends Error {
   /** Response headers the gateway must add (e.g. Retry-After, Allow). */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message?: string, details: ErrorDetails = {}, headers: Record<string, string> = {}) {
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    details: ErrorDetails = {},
+    headers: Record<string, string> = {},
+  ) {
     super(message ?? ERROR_TABLE[code].message);
     this.name = "ApiError";
     this.code = code;
@@ -126,7 +146,8 @@ export function validationFailed(issues: Issue[], message?: string): ApiError {
   const where = first && "pointer" in first.source ? ` at ${first.source.pointer || "/"}` : "";
   return new ApiError(
     "validation_failed",
-    message ?? `The request body failed validation (${issues.length} issue${issues.length === 1 ? "" : "s"}${where}).`,
+    message ??
+      `The request body failed validation (${issues.length} issue${issues.length === 1 ? "" : "s"}${where}).`,
     { issues },
   );
 }
@@ -148,7 +169,11 @@ export interface ErrorEnvelope {
   };
 }
 
-export function toEnvelope(err: ApiError, requestId: string, documentationBase = DOCUMENTATION_BASE_URL): ErrorEnvelope {
+export function toEnvelope(
+  err: ApiError,
+  requestId: string,
+  documentationBase = DOCUMENTATION_BASE_URL,
+): ErrorEnvelope {
   return {
     error: {
       code: err.code,

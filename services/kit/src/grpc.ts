@@ -176,7 +176,12 @@ export function addService<T extends GenServiceMethods>(
       const callLog = log.child({ request_id: ctx.requestId, rpc: m.name });
       Promise.resolve()
         .then(() =>
-          fn(call.request, { ctx, log: callLog, deadline: call.getDeadline(), cancelled: () => call.cancelled }),
+          fn(call.request, {
+            ctx,
+            log: callLog,
+            deadline: call.getDeadline(),
+            cancelled: () => call.cancelled,
+          }),
         )
         .then((res) => cb(null, create(m.output, res as MessageInitShape<DescMessage>)))
         .catch((err: unknown) => cb(toServiceError(err, callLog), null));

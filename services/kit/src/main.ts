@@ -1,4 +1,5 @@
 import type { Logger } from "./logger";
+import { ConfigError } from "./config";
 
 /**
  * The command line of every service: `migrate` runs its schema migrations and
@@ -24,6 +25,11 @@ export function runMain(
       }
     })
     .catch((err: unknown) => {
+      if (err instanceof ConfigError) {
+        // A configuration problem is the operator's to fix: say what, without a stack trace.
+        log.fatal(err.message);
+        process.exit(2);
+      }
       log.fatal({ err }, `${command} failed`);
       process.exit(1);
     });

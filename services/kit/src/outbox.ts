@@ -45,7 +45,10 @@ export async function createOutboxTable(db: Kysely<any>): Promise<void> {
 }
 
 /** Records an event in the caller's transaction. */
-export async function writeOutbox<DB extends WithOutbox>(trx: Transaction<DB>, event: DomainEvent): Promise<void> {
+export async function writeOutbox<DB extends WithOutbox>(
+  trx: Transaction<DB>,
+  event: DomainEvent,
+): Promise<void> {
   const t = trx as unknown as Transaction<WithOutbox>;
   await t
     .insertInto("outbox")
@@ -102,7 +105,10 @@ export class OutboxRelay {
       })
       .catch((err: unknown) => {
         this.failures++;
-        this.log.error({ err, failures: this.failures }, "outbox relay pass failed; rows stay unsent and are retried");
+        this.log.error(
+          { err, failures: this.failures },
+          "outbox relay pass failed; rows stay unsent and are retried",
+        );
       })
       .finally(() => {
         this.running = undefined;

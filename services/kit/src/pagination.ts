@@ -35,7 +35,9 @@ function fingerprint(list: string, filters: Filters): string {
  * A cursor sent to another list or with other filters is cursor_invalid.
  */
 export function encodeCursor(list: string, filters: Filters, position: unknown): string {
-  return Buffer.from(JSON.stringify({ l: list, f: fingerprint(list, filters), p: position })).toString("base64url");
+  return Buffer.from(JSON.stringify({ l: list, f: fingerprint(list, filters), p: position })).toString(
+    "base64url",
+  );
 }
 
 export function decodeCursor<P>(list: string, filters: Filters, cursor: string | undefined): P | undefined {

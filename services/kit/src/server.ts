@@ -32,7 +32,10 @@ export class HealthService {
 
   register(server: grpc.Server): void {
     server.addService(serviceDefinition(healthV1.Health), {
-      check: (call: grpc.ServerUnaryCall<healthV1.HealthCheckRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      check: (
+        call: grpc.ServerUnaryCall<healthV1.HealthCheckRequest, unknown>,
+        cb: grpc.sendUnaryData<unknown>,
+      ) => {
         if (!this.statuses.has(call.request.service)) {
           cb({ code: grpc.status.NOT_FOUND, details: "unknown service" }, null);
           return;
@@ -76,7 +79,9 @@ export async function startGrpcServer(
   health.register(server);
   const names = register(server);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   health.set("", ServingStatus.SERVING);
   for (const n of names) health.set(n, ServingStatus.SERVING);

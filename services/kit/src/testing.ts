@@ -23,7 +23,10 @@ function withDatabase(url: string, name: string): string {
 }
 
 export async function createTestDatabase(label: string): Promise<TestDatabase> {
-  const name = `t_${label.replace(/[^a-z0-9]/gi, "").toLowerCase().slice(0, 20)}_${randomBytes(5).toString("hex")}`;
+  const name = `t_${label
+    .replace(/[^a-z0-9]/gi, "")
+    .toLowerCase()
+    .slice(0, 20)}_${randomBytes(5).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminDatabaseUrl() });
   await admin.connect();
   try {
@@ -47,7 +50,11 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after timeoutMs. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10000, stepMs = 50): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10000,
+  stepMs = 50,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -57,7 +64,8 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms: ${String(lastErr ?? "")}`);
+    if (Date.now() > until)
+      throw new Error(`condition not met within ${timeoutMs} ms: ${String(lastErr ?? "")}`);
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }

@@ -9,4 +9,5 @@ export const passportEnv = z.object({
 
 export type PassportConfig = z.infer<typeof passportEnv>;
 
-export const loadPassportConfig = (env: Record<string, string | undefined> = process.env) => loadConfig(passportEnv, env);
+export const loadPassportConfig = (env: Record<string, string | undefined> = process.env) =>
+  loadConfig(passportEnv, env);

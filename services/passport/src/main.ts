@@ -1,3 +1,4 @@
+import "./tracing";
 import { createLogger, onShutdownSignal, runMain } from "@dpp/kit";
 import { loadPassportConfig } from "./config";
 import { migratePassport, startPassportService } from "./service";

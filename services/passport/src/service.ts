@@ -24,7 +24,10 @@ export interface PassportServiceHandle {
 }
 
 /** The composition root: config → db → bus → relay → rpc → gRPC server. */
-export async function startPassportService(config: PassportConfig, log: Logger): Promise<PassportServiceHandle> {
+export async function startPassportService(
+  config: PassportConfig,
+  log: Logger,
+): Promise<PassportServiceHandle> {
   const db = createDb<PassportDB>({
     url: config.DATABASE_URL,
     schema: PASSPORT_SCHEMA,
@@ -33,11 +36,19 @@ export async function startPassportService(config: PassportConfig, log: Logger):
     log,
   });
   const bus = createBus(config, log);
-  const relay = new OutboxRelay(db, bus, log, { schema: PASSPORT_SCHEMA, intervalMs: config.RELAY_INTERVAL_MS });
+  const relay = new OutboxRelay(db, bus, log, {
+    schema: PASSPORT_SCHEMA,
+    intervalMs: config.RELAY_INTERVAL_MS,
+  });
   relay.start();
   const repo = new PassportRepository(db);
   const grpc = await startGrpcServer(config.GRPC_ADDR, log, (server) => {
-    addService(server, passportV1.PassportService, passportRpc(repo, () => relay.wake()), log);
+    addService(
+      server,
+      passportV1.PassportService,
+      passportRpc(repo, () => relay.wake()),
+      log,
+    );
     return [passportV1.PassportService.typeName];
   });
   return {
@@ -53,7 +64,12 @@ export async function startPassportService(config: PassportConfig, log: Logger):
 }
 
 export async function migratePassport(config: Pick<PassportConfig, "DATABASE_URL" | "BUS_DATABASE_URL">) {
-  const db = createDb<PassportDB>({ url: config.DATABASE_URL, schema: PASSPORT_SCHEMA, applicationName: "passport-migrate", max: 1 });
+  const db = createDb<PassportDB>({
+    url: config.DATABASE_URL,
+    schema: PASSPORT_SCHEMA,
+    applicationName: "passport-migrate",
+    max: 1,
+  });
   try {
     await migrateSchema(db, PASSPORT_SCHEMA, migrations);
   } finally {

@@ -51,7 +51,9 @@ function need(v: string | undefined, flag: string): string {
 function databaseUrl(root: string): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
   try {
-    const s = JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as { database_url?: string };
+    const s = JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as {
+      database_url?: string;
+    };
     if (s.database_url) return s.database_url;
   } catch {
     // fall through
@@ -63,19 +65,33 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const command = positionals[0];
   if (!command || values.help) throw new UsageError(USAGE);
-  const db = createDb<GatewayDB>({ url: databaseUrl(root), schema: GATEWAY_SCHEMA, applicationName: "admin", max: 1 });
+  const db = createDb<GatewayDB>({
+    url: databaseUrl(root),
+    schema: GATEWAY_SCHEMA,
+    applicationName: "admin",
+    max: 1,
+  });
   const admin = new Admin(new IdentityRepository(db));
   try {
     switch (command) {
       case "org:create":
-        return await admin.createOrganization(need(values.name, "name"), values.plan ?? "trial", values.status ?? (values.plan && values.plan !== "trial" ? "active" : "trialing"));
+        return await admin.createOrganization(
+          need(values.name, "name"),
+          values.plan ?? "trial",
+          values.status ?? (values.plan && values.plan !== "trial" ? "active" : "trialing"),
+        );
       case "plan:set":
-        return await admin.setPlan(need(values.org, "org"), need(values.plan, "plan"), values.status ?? "active");
+        return await admin.setPlan(
+          need(values.org, "org"),
+          need(values.plan, "plan"),
+          values.status ?? "active",
+        );
       case "key:create": {
         const mode = need(values.mode, "mode");
         if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
         const kind = values.kind ?? "secret";
-        if (kind !== "secret" && kind !== "connector") throw new UsageError("--kind must be secret or connector");
+        if (kind !== "secret" && kind !== "connector")
+          throw new UsageError("--kind must be secret or connector");
         let expiresAt: Date | null = null;
         if (values["expires-at"]) expiresAt = new Date(values["expires-at"]);
         else if (values["expires-in"]) expiresAt = new Date(Date.now() + Number(values["expires-in"]) * 1000);
@@ -97,11 +113,19 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
         return await admin.rotateKey(need(values.key, "key"), overlap);
       }
       case "org:link":
-        return await admin.linkClient(need(values.manager, "manager"), need(values.client, "client"), values["france-mandate"] ?? false);
+        return await admin.linkClient(
+          need(values.manager, "manager"),
+          need(values.client, "client"),
+          values["france-mandate"] ?? false,
+        );
       case "org:unlink":
         return await admin.unlinkClient(need(values.manager, "manager"), need(values.client, "client"));
       case "grant":
-        return await admin.grant(need(values.key, "key"), need(values.org, "org"), need(values.scopes, "scopes").split(","));
+        return await admin.grant(
+          need(values.key, "key"),
+          need(values.org, "org"),
+          need(values.scopes, "scopes").split(","),
+        );
       default:
         throw new UsageError(`unknown command ${command}\n\n${USAGE}`);
     }
@@ -111,7 +135,8 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
 }
 
 export function errorJson(err: unknown): { error: { code: string; message: string; details?: unknown } } {
-  if (err instanceof ApiError) return { error: { code: err.code, message: err.message, details: err.details } };
+  if (err instanceof ApiError)
+    return { error: { code: err.code, message: err.message, details: err.details } };
   if (err instanceof UsageError) return { error: { code: "usage", message: err.message } };
   return { error: { code: "failed", message: err instanceof Error ? err.message : String(err) } };
 }

@@ -1,7 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import { createDb } from "@dpp/kit";
-import { Admin, digestOf, GATEWAY_SCHEMA, IdentityRepository, parseKeyText, type GatewayDB } from "@dpp/gateway";
+import {
+  Admin,
+  digestOf,
+  GATEWAY_SCHEMA,
+  IdentityRepository,
+  parseKeyText,
+  type GatewayDB,
+} from "@dpp/gateway";
 
 export interface Credentials {
   organization_id: string;
@@ -15,8 +22,17 @@ export interface Credentials {
  * still valid in this database; otherwise creates a demo organization (Pro
  * plan, active) with a test key and a live key holding every scope.
  */
-export async function ensureDemoCredentials(databaseUrl: string, file: string, baseUrl: string): Promise<Credentials> {
-  const db = createDb<GatewayDB>({ url: databaseUrl, schema: GATEWAY_SCHEMA, applicationName: "stack-demo", max: 1 });
+export async function ensureDemoCredentials(
+  databaseUrl: string,
+  file: string,
+  baseUrl: string,
+): Promise<Credentials> {
+  const db = createDb<GatewayDB>({
+    url: databaseUrl,
+    schema: GATEWAY_SCHEMA,
+    applicationName: "stack-demo",
+    max: 1,
+  });
   try {
     const repo = new IdentityRepository(db);
     const existing = readCredentials(file);

@@ -15,7 +15,9 @@ const DPP_DIR = path.join(REPO_ROOT, ".dpp");
 /** Where the admin CLI finds the running stack's database. */
 function writeStackFile(content: Record<string, string>) {
   fs.mkdirSync(DPP_DIR, { recursive: true });
-  fs.writeFileSync(path.join(DPP_DIR, "stack.json"), JSON.stringify(content, null, 2) + "\n", { mode: 0o600 });
+  fs.writeFileSync(path.join(DPP_DIR, "stack.json"), JSON.stringify(content, null, 2) + "\n", {
+    mode: 0o600,
+  });
 }
 
 async function main() {

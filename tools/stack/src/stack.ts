@@ -61,7 +61,12 @@ function entry(name: ServiceName): string {
   return path.join(REPO_ROOT, "services", name, "src", "main.ts");
 }
 
-function spawnService(name: ServiceName, args: string[], env: Record<string, string>, logDir?: string): ChildProcess {
+function spawnService(
+  name: ServiceName,
+  args: string[],
+  env: Record<string, string>,
+  logDir?: string,
+): ChildProcess {
   const child = spawn(process.execPath, ["--import", "tsx", entry(name), ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
@@ -149,7 +154,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const child = spawnService(name, ["serve"], envs[name], o.logDir);
     const address = name === "gateway" ? `${host}:${ports.gateway}` : addr(name);
     services[name] = { name, address, process: child };
-    if (name === "gateway") await waitFor(name, () => httpReady(`http://${host}:${ports.gateway}/readyz`), child);
+    if (name === "gateway")
+      await waitFor(name, () => httpReady(`http://${host}:${ports.gateway}/readyz`), child);
     else await waitFor(name, () => grpcServing(address), child);
   };
   const stopService = async (name: ServiceName) => {

@@ -24,14 +24,22 @@ export class Authenticator {
 
   async authenticate(authorization: string | undefined): Promise<KeyRecord> {
     if (authorization === undefined || authorization.trim() === "")
-      throw new ApiError("invalid_key", "No API key was sent; use the header Authorization: Bearer <API key>.", {
-        reason: "missing",
-      });
+      throw new ApiError(
+        "invalid_key",
+        "No API key was sent; use the header Authorization: Bearer <API key>.",
+        {
+          reason: "missing",
+        },
+      );
     const m = /^Bearer +(\S+)\s*$/i.exec(authorization);
     if (!m)
-      throw new ApiError("invalid_key", "Send the API key as Authorization: Bearer <API key>; nothing else is accepted.", {
-        reason: "scheme",
-      });
+      throw new ApiError(
+        "invalid_key",
+        "Send the API key as Authorization: Bearer <API key>; nothing else is accepted.",
+        {
+          reason: "scheme",
+        },
+      );
     const parsed = parseKeyText(m[1]!);
     if (!parsed)
       throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
@@ -41,9 +49,13 @@ export class Authenticator {
     if (!key || !digestsEqual(key.secret_digest, parsed.digest))
       throw new ApiError("invalid_key", "The API key is not known.", { reason: "unknown" });
     if (key.livemode !== parsed.livemode)
-      throw new ApiError("mode_mismatch", "The key's prefix names one mode but the key belongs to the other.", {
-        key_prefix_mode: parsed.livemode ? "live" : "test",
-      });
+      throw new ApiError(
+        "mode_mismatch",
+        "The key's prefix names one mode but the key belongs to the other.",
+        {
+          key_prefix_mode: parsed.livemode ? "live" : "test",
+        },
+      );
     const now = this.now().getTime();
     if (key.revoked_at)
       throw new ApiError("key_revoked", "The API key has been revoked.", {
@@ -56,11 +68,15 @@ export class Authenticator {
         expired_at: key.expires_at.toISOString(),
       });
     if (key.rotation_overlap_ends_at && key.rotation_overlap_ends_at.getTime() <= now)
-      throw new ApiError("key_rotated", "The API key was replaced by rotation and its overlap window has closed.", {
-        key_id: key.id,
-        replaced_by_key_id: key.replaced_by_key_id,
-        overlap_ended_at: key.rotation_overlap_ends_at.toISOString(),
-      });
+      throw new ApiError(
+        "key_rotated",
+        "The API key was replaced by rotation and its overlap window has closed.",
+        {
+          key_id: key.id,
+          replaced_by_key_id: key.replaced_by_key_id,
+          overlap_ended_at: key.rotation_overlap_ends_at.toISOString(),
+        },
+      );
     return key;
   }
 
@@ -71,9 +87,13 @@ export class Authenticator {
    */
   async resolveOrganization(key: KeyRecord, organizationId: string): Promise<OrganizationAccess> {
     if (organizationId === "-")
-      throw new ApiError("wildcard_not_supported", "The organization '-' is reserved; name one organization.", {
-        issues: [{ source: { parameter: "organization" }, rule: "wildcard_not_supported" }],
-      });
+      throw new ApiError(
+        "wildcard_not_supported",
+        "The organization '-' is reserved; name one organization.",
+        {
+          issues: [{ source: { parameter: "organization" }, rule: "wildcard_not_supported" }],
+        },
+      );
     const notFound = () =>
       new ApiError(
         "organization_not_found_or_not_granted",
@@ -102,9 +122,13 @@ export class Authenticator {
 
   requireScope(access: OrganizationAccess, scope: Scope): void {
     if (!scopeAllows(access.scopes, scope))
-      throw new ApiError("insufficient_scope", `This endpoint requires the scope ${scope}, which the key lacks here.`, {
-        required_scope: scope,
-        granted_scopes: access.scopes,
-      });
+      throw new ApiError(
+        "insufficient_scope",
+        `This endpoint requires the scope ${scope}, which the key lacks here.`,
+        {
+          required_scope: scope,
+          granted_scopes: access.scopes,
+        },
+      );
   }
 }

@@ -8,7 +8,9 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const BODY_LENGTH = 32;
 const CHECKSUM_LENGTH = 6;
-const KEY_RE = new RegExp(`^dpp_sk_(test|live)_([0-9A-Za-z]{${BODY_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`);
+const KEY_RE = new RegExp(
+  `^dpp_sk_(test|live)_([0-9A-Za-z]{${BODY_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`,
+);
 
 /** The fixed scopes a key can carry. */
 export const SCOPES = [

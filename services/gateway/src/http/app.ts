@@ -93,21 +93,34 @@ export function createApp(deps: AppDeps): express.Express {
     const allow = allowedMethods(routes, path).join(", ");
     route.all((req, _res, next) =>
       next(
-        new ApiError("method_not_allowed", `${req.method} is not answered here; allowed: ${allow}.`, { allow: allow.split(", ") }, {
-          Allow: allow,
-        }),
+        new ApiError(
+          "method_not_allowed",
+          `${req.method} is not answered here; allowed: ${allow}.`,
+          { allow: allow.split(", ") },
+          {
+            Allow: allow,
+          },
+        ),
       ),
     );
   }
   v1.use((req, _res, next) =>
-    next(new ApiError("resource_not_found", `No endpoint at ${req.method} /v1${req.path}.`, { path: `/v1${req.path}` })),
+    next(
+      new ApiError("resource_not_found", `No endpoint at ${req.method} /v1${req.path}.`, {
+        path: `/v1${req.path}`,
+      }),
+    ),
   );
   app.use("/v1", v1);
   app.use((req, _res, next) =>
     next(
-      new ApiError("resource_not_found", `No endpoint at ${req.method} ${req.path}; the API lives under /v1.`, {
-        path: req.path,
-      }),
+      new ApiError(
+        "resource_not_found",
+        `No endpoint at ${req.method} ${req.path}; the API lives under /v1.`,
+        {
+          path: req.path,
+        },
+      ),
     ),
   );
   app.use(errorHandler(deps));
@@ -137,9 +150,13 @@ function bodyParsing(spec: RouteSpec) {
     (req: Request, _res: Response, next: NextFunction) => {
       if (hasBody(req) && !req.is("application/json"))
         return next(
-          new ApiError("unsupported_media_type", "Send the body as JSON with Content-Type: application/json.", {
-            content_type: req.headers["content-type"] ?? null,
-          }),
+          new ApiError(
+            "unsupported_media_type",
+            "Send the body as JSON with Content-Type: application/json.",
+            {
+              content_type: req.headers["content-type"] ?? null,
+            },
+          ),
         );
       next();
     },
@@ -191,7 +208,8 @@ function errorHandler(deps: AppDeps) {
     let apiErr: ApiError;
     if (err instanceof ApiError) {
       apiErr = err;
-      if (apiErr.status >= 500) deps.log.error({ request_id: requestId, code: apiErr.code, details: apiErr.details }, apiErr.message);
+      if (apiErr.status >= 500)
+        deps.log.error({ request_id: requestId, code: apiErr.code, details: apiErr.details }, apiErr.message);
     } else {
       const e = err as BodyParserError;
       switch (e?.type) {

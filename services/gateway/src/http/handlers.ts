@@ -59,15 +59,12 @@ export function createHandlers(deps: HandlerDeps): Record<string, Handler> {
   const { passport, events, identity } = deps;
   return {
     listCategories: async ({ ctx }) => {
-      const res = (await passport.listCategories({}, { context: ctx }));
+      const res = await passport.listCategories({}, { context: ctx });
       return { body: list(res.categories.map(categoryJson), false, null) };
     },
 
     getCategorySchema: async ({ ctx, params }) => {
-      const res = (await passport.getCategorySchema(
-        { category: params.category },
-        { context: ctx },
-      ));
+      const res = await passport.getCategorySchema({ category: params.category }, { context: ctx });
       return { body: categorySchemaJson(res.category!, res.schemaJson) };
     },
 
@@ -109,7 +106,7 @@ export function createHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
 
     listPassports: async ({ ctx, query }) => {
-      const res = (await passport.listPassports(
+      const res = await passport.listPassports(
         {
           limit: single(query, "limit"),
           cursor: single(query, "cursor"),
@@ -118,28 +115,25 @@ export function createHandlers(deps: HandlerDeps): Record<string, Handler> {
           updatedSince: single(query, "updated_since"),
         },
         { context: ctx },
-      ));
+      );
       return { body: list(res.passports.map(passportJson), res.hasMore, res.nextCursor || null) };
     },
 
     createPassport: async ({ ctx, body }) => {
-      const res = (await passport.createPassport(
-        { bodyJson: bodyJson(body) },
-        { context: ctx },
-      ));
+      const res = await passport.createPassport({ bodyJson: bodyJson(body) }, { context: ctx });
       return { status: 201, body: passportJson(res.passport!) };
     },
 
     getPassport: async ({ ctx, params }) => {
-      const res = (await passport.getPassport({ id: params.id }, { context: ctx }));
+      const res = await passport.getPassport({ id: params.id }, { context: ctx });
       return { body: passportJson(res.passport!) };
     },
 
     listEvents: async ({ ctx, query }) => {
-      const res = (await events.listEvents(
+      const res = await events.listEvents(
         { limit: single(query, "limit"), cursor: single(query, "cursor"), types: many(query, "type") },
         { context: ctx },
-      ));
+      );
       return { body: list(res.events.map(eventJson), res.hasMore, res.nextCursor) };
     },
   };

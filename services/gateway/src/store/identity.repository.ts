@@ -54,7 +54,10 @@ export class IdentityRepository {
    * The scopes a key holds on a client organization: an unrevoked grant while
    * the key's organization still manages the client. Undefined otherwise.
    */
-  async grantedScopes(key: Pick<KeyRecord, "id" | "organization_id">, clientId: string): Promise<string[] | undefined> {
+  async grantedScopes(
+    key: Pick<KeyRecord, "id" | "organization_id">,
+    clientId: string,
+  ): Promise<string[] | undefined> {
     const row = await this.db
       .selectFrom("grant as g")
       .innerJoin("managed_link as l", (j) =>
@@ -124,7 +127,12 @@ export class IdentityRepository {
       .executeTakeFirst();
   }
 
-  async insertKey(k: Omit<KeyRecord, "created_at" | "revoked_at" | "rotated_at" | "rotation_overlap_ends_at" | "replaced_by_key_id">) {
+  async insertKey(
+    k: Omit<
+      KeyRecord,
+      "created_at" | "revoked_at" | "rotated_at" | "rotation_overlap_ends_at" | "replaced_by_key_id"
+    >,
+  ) {
     return this.db
       .insertInto("api_key")
       .values({ ...k, scopes: sql`${sql.val(k.scopes)}::text[]` as unknown as string[] })
@@ -144,7 +152,11 @@ export class IdentityRepository {
   async markRotated(id: string, replacedBy: string, overlapEndsAt: Date): Promise<KeyRecord | undefined> {
     return this.db
       .updateTable("api_key")
-      .set({ rotated_at: sql<Date>`now()`, rotation_overlap_ends_at: overlapEndsAt, replaced_by_key_id: replacedBy })
+      .set({
+        rotated_at: sql<Date>`now()`,
+        rotation_overlap_ends_at: overlapEndsAt,
+        replaced_by_key_id: replacedBy,
+      })
       .where("id", "=", id)
       .returningAll()
       .executeTakeFirst();
@@ -185,7 +197,11 @@ export class IdentityRepository {
         .set({ revoked_at: sql<Date>`now()` })
         .where("organization_id", "=", clientId)
         .where("revoked_at", "is", null)
-        .where("key_id", "in", trx.selectFrom("api_key").select("id").where("organization_id", "=", managerId))
+        .where(
+          "key_id",
+          "in",
+          trx.selectFrom("api_key").select("id").where("organization_id", "=", managerId),
+        )
         .execute();
       return link;
     });
@@ -194,7 +210,11 @@ export class IdentityRepository {
   async upsertGrant(keyId: string, clientId: string, scopes: string[]) {
     return this.db
       .insertInto("grant")
-      .values({ key_id: keyId, organization_id: clientId, scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[] })
+      .values({
+        key_id: keyId,
+        organization_id: clientId,
+        scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[],
+      })
       .onConflict((oc) =>
         oc
           .columns(["key_id", "organization_id"])

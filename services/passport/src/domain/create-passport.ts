@@ -23,10 +23,15 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** Parses and validates a create body; throws validation_failed listing every issue. */
 export function parseCreateBody(body: unknown): NewPassport {
   const issues: Issue[] = [];
-  if (!isObject(body)) throw validationFailed([{ source: { pointer: "" }, rule: "type", message: "expected an object" }]);
+  if (!isObject(body))
+    throw validationFailed([{ source: { pointer: "" }, rule: "type", message: "expected an object" }]);
   for (const key of Object.keys(body))
     if (!BODY_KEYS.has(key))
-      issues.push({ source: { pointer: `/${pointerToken(key)}` }, rule: "unknown_field", message: `${key} is not a field of this body.` });
+      issues.push({
+        source: { pointer: `/${pointerToken(key)}` },
+        rule: "unknown_field",
+        message: `${key} is not a field of this body.`,
+      });
 
   const category = body.category;
   if (category === undefined || category === null)
@@ -43,7 +48,11 @@ export function parseCreateBody(body: unknown): NewPassport {
   const externalId = body.external_id;
   if (externalId !== undefined && externalId !== null) {
     if (typeof externalId !== "string")
-      issues.push({ source: { pointer: "/external_id" }, rule: "type", message: "external_id must be a string." });
+      issues.push({
+        source: { pointer: "/external_id" },
+        rule: "type",
+        message: "external_id must be a string.",
+      });
     else if (externalId.length < 1 || externalId.length > MAX_IDENTIFIER_LENGTH)
       issues.push({
         source: { pointer: "/external_id" },
@@ -53,8 +62,10 @@ export function parseCreateBody(body: unknown): NewPassport {
   }
 
   const data = body.data === undefined || body.data === null ? {} : body.data;
-  if (!isObject(data)) issues.push({ source: { pointer: "/data" }, rule: "type", message: "data must be an object." });
-  else if (typeof category === "string" && findCategory(category)) issues.push(...validatePassportData(category, data));
+  if (!isObject(data))
+    issues.push({ source: { pointer: "/data" }, rule: "type", message: "data must be an object." });
+  else if (typeof category === "string" && findCategory(category))
+    issues.push(...validatePassportData(category, data));
 
   if (issues.length) throw validationFailed(issues);
 

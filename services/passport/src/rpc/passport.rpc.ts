@@ -95,10 +95,17 @@ export function passportRpc(repo: PassportRepository, onCommitted: () => void): 
         if (!/^\d{4}-\d{2}-\d{2}T/.test(req.updatedSince) || Number.isNaN(updatedSince.getTime()))
           throw invalidParameter("updated_since", "rfc3339", "updated_since must be an RFC 3339 timestamp.");
       }
-      const filters = { status: req.status, category: req.category, updated_since: updatedSince?.toISOString() };
+      const filters = {
+        status: req.status,
+        category: req.category,
+        updated_since: updatedSince?.toISOString(),
+      };
       const after = decodeCursor<string>("passports", filters, req.cursor);
       if (after !== undefined && typeof after !== "string")
-        throw new ApiError("cursor_invalid", "The cursor is malformed; pass next_cursor exactly as received.");
+        throw new ApiError(
+          "cursor_invalid",
+          "The cursor is malformed; pass next_cursor exactly as received.",
+        );
       const rows = await repo.list(
         t,
         { status: req.status || undefined, category: req.category || undefined, updatedSince },

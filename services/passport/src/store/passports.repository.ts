@@ -82,7 +82,14 @@ export class PassportRepository {
   ): Promise<void> {
     const inserted = await trx
       .insertInto("gtin_claim")
-      .values({ organization_id: t.organizationId, livemode: t.livemode, gtin, passport_id: passportId, role, owner_id: ownerId })
+      .values({
+        organization_id: t.organizationId,
+        livemode: t.livemode,
+        gtin,
+        passport_id: passportId,
+        role,
+        owner_id: ownerId,
+      })
       .onConflict((oc) => oc.columns(["organization_id", "livemode", "gtin"]).doNothing())
       .returning("gtin")
       .executeTakeFirst();
@@ -95,7 +102,12 @@ export class PassportRepository {
           .onRef("p.livemode", "=", "c.livemode")
           .onRef("p.id", "=", "c.passport_id"),
       )
-      .select(["c.passport_id", "c.role", "c.owner_id", sql<string | null>`p.data->>'product_name'`.as("product_name")])
+      .select([
+        "c.passport_id",
+        "c.role",
+        "c.owner_id",
+        sql<string | null>`p.data->>'product_name'`.as("product_name"),
+      ])
       .where("c.organization_id", "=", t.organizationId)
       .where("c.livemode", "=", t.livemode)
       .where("c.gtin", "=", gtin)

@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { ConfigError, address, loadConfig, serviceEnv } from "./config";
+
+const schema = z.object({ ...serviceEnv, GRPC_ADDR: address });
+
+describe("loadConfig", () => {
+  it("returns a frozen, typed config with defaults applied", () => {
+    const config = loadConfig(schema, {
+      DATABASE_URL: "postgres://u@127.0.0.1:5432/db",
+      GRPC_ADDR: "127.0.0.1:7001",
+      UNRELATED: "ignored",
+    });
+    expect(config).toEqual({
+      DATABASE_URL: "postgres://u@127.0.0.1:5432/db",
+      GRPC_ADDR: "127.0.0.1:7001",
+      LOG_LEVEL: "info",
+      DB_POOL_MAX: 10,
+      RELAY_INTERVAL_MS: 500,
+      SHUTDOWN_GRACE_MS: 10000,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(() => {
+      (config as { DB_POOL_MAX: number }).DB_POOL_MAX = 1;
+    }).toThrow(TypeError);
+  });
+
+  it("coerces numbers from the environment's strings", () => {
+    const config = loadConfig(schema, {
+      DATABASE_URL: "postgresql://x/y",
+      GRPC_ADDR: "0.0.0.0:0",
+      DB_POOL_MAX: "3",
+      LOG_LEVEL: "debug",
+    });
+    expect(config.DB_POOL_MAX).toBe(3);
+    expect(typeof config.DB_POOL_MAX).toBe("number");
+    expect(config.LOG_LEVEL).toBe("debug");
+  });
+
+  it("names every missing or malformed variable in one ConfigError", () => {
+    let caught: unknown;
+    try {
+      loadConfig(schema, { GRPC_ADDR: "nonsense", DB_POOL_MAX: "many", LOG_LEVEL: "loud" });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const message = (caught as ConfigError).message;
+    expect((caught as ConfigError).name).toBe("ConfigError");
+    for (const name of ["DATABASE_URL", "GRPC_ADDR", "DB_POOL_MAX", "LOG_LEVEL"]) expect(message).toContain(name);
+    expect(message).not.toContain("RELAY_INTERVAL_MS");
+  });
+
+  it.each([
+    ["DB_POOL_MAX", "0"],
+    ["DB_POOL_MAX", "2.5"],
+    ["SHUTDOWN_GRACE_MS", "-1"],
+    ["DATABASE_URL", "mysql://root@localhost/db"],
+    ["GRPC_ADDR", "localhost"],
+  ])("refuses %s=%j", (name, value) => {
+    const env: Record<string, string> = { DATABASE_URL: "postgres://u@h/db", GRPC_ADDR: "127.0.0.1:1", [name]: value };
+    expect(() => loadConfig(schema, env)).toThrow(ConfigError);
+    expect(() => loadConfig(schema, env)).toThrow(name);
+  });
+
+  it("does not echo a malformed value (it may hold a password)", () => {
+    expect(() =>
+      loadConfig(schema, { DATABASE_URL: "mysql://admin:hunter2@db/x", GRPC_ADDR: "127.0.0.1:1" }),
+    ).toThrow(expect.objectContaining({ message: expect.not.stringContaining("hunter2") }));
+  });
+});

@@ -1,0 +1,41 @@
+import { isoTime, newId } from "./ids";
+
+describe("newId", () => {
+  it("is <prefix>_ followed by 26 lowercase Crockford base32 characters", () => {
+    const id = newId("pp");
+    expect(id).toMatch(/^pp_[0-9a-hjkmnp-tv-z]{26}$/);
+    expect(newId("evt")).toMatch(/^evt_/);
+  });
+
+  it("sorts lexically in creation-time order across milliseconds", () => {
+    const base = Date.UTC(2026, 0, 1);
+    const times = [0, 1, 2, 31, 32, 33, 1023, 1024, 60_000, 86_400_000, 31 * 86_400_000, 10 * 365 * 86_400_000].map(
+      (d) => base + d,
+    );
+    const ids = times.map((t) => newId("x", t));
+    expect([...ids].sort()).toEqual(ids);
+    // reversed creation order still sorts back into time order
+    const shuffled = [...ids].reverse();
+    expect(shuffled.sort()).toEqual(ids);
+    // and ids from real clock readings taken milliseconds apart keep their order
+    expect(newId("x", 1) < newId("x", 2)).toBe(true);
+    expect(newId("x", Date.now() - 1) < newId("x")).toBe(true);
+  });
+
+  it("is unique over many ids, even within one millisecond", () => {
+    const now = Date.now();
+    const ids = new Set<string>();
+    for (let i = 0; i < 20_000; i++) ids.add(newId("u", now));
+    expect(ids.size).toBe(20_000);
+  });
+});
+
+describe("isoTime", () => {
+  it("is RFC 3339 UTC with millisecond precision for dates, strings and epoch numbers", () => {
+    const form = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+    expect(isoTime(new Date(Date.UTC(2026, 1, 3, 4, 5, 6, 7)))).toBe("2026-02-03T04:05:06.007Z");
+    expect(isoTime("2026-02-03T05:05:06+01:00")).toBe("2026-02-03T04:05:06.000Z");
+    expect(isoTime(0)).toBe("1970-01-01T00:00:00.000Z");
+    expect(isoTime(Date.now())).toMatch(form);
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * Runs the passport service in-process against its own test database and calls
+ * it over gRPC with the kit client, as the gateway does. Nothing else runs: the
+ * service is tested on its own.
+ */
+import { randomBytes } from "node:crypto";
+import { sql, type Kysely } from "kysely";
+import { ApiError, createClient, createDb, createLogger, type RequestContext } from "@dpp/kit";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
+import { passportV1 } from "@dpp/proto";
+import { loadPassportConfig, type PassportConfig } from "../src/config";
+import { migratePassport, PASSPORT_SCHEMA, startPassportService, type PassportServiceHandle } from "../src/service";
+import type { PassportDB } from "../src/store/schema";
+import { gtinCheckDigit } from "../src/domain/gtin";
+
+export interface Tenant {
+  organizationId: string;
+  livemode: boolean;
+}
+
+export const newOrg = () => `org_${randomBytes(6).toString("hex")}`;
+export const testTenant = (organizationId = newOrg()): Tenant => ({ organizationId, livemode: false });
+export const liveTenant = (organizationId = newOrg()): Tenant => ({ organizationId, livemode: true });
+
+export const context = (t?: Tenant): RequestContext => ({
+  requestId: `req_${randomBytes(6).toString("hex")}`,
+  ...(t ?? {}),
+});
+
+/** A random GTIN-13 with a correct check digit. */
+export function randomGtin13(): string {
+  const body = `4${String(randomBytes(6).readUIntBE(0, 6) % 1e11).padStart(11, "0")}`;
+  return `${body}${gtinCheckDigit(body)}`;
+}
+
+const passportClient = (port: number) =>
+  createClient(passportV1.PassportService, `127.0.0.1:${port}`, { target: "passport", deadlineMs: 10000 });
+export type PassportClient = ReturnType<typeof passportClient>;
+
+export interface Harness {
+  db: TestDatabase;
+  config: PassportConfig;
+  service: PassportServiceHandle;
+  client: PassportClient;
+  /** A query connection on the passport schema, to look at what a call stored. */
+  sql: Kysely<PassportDB>;
+  create(t: Tenant, body: unknown): Promise<passportV1.Passport>;
+  list(t: Tenant, req?: Partial<passportV1.ListPassportsRequest>): Promise<passportV1.ListPassportsResponse>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(label: string): Promise<Harness> {
+  const db = await createTestDatabase(label);
+  const config = loadPassportConfig({
+    DATABASE_URL: db.url,
+    GRPC_ADDR: "127.0.0.1:0",
+    LOG_LEVEL: "silent",
+    DB_POOL_MAX: "5",
+    RELAY_INTERVAL_MS: "100",
+    SHUTDOWN_GRACE_MS: "2000",
+  });
+  await migratePassport(config);
+  const service = await startPassportService(config, createLogger("passport-test", "silent"));
+  const client = passportClient(service.port);
+  const query = createDb<PassportDB>({ url: db.url, schema: PASSPORT_SCHEMA, applicationName: "passport-test", max: 2 });
+  return {
+    db,
+    config,
+    service,
+    client,
+    sql: query,
+    create: async (t, body) => {
+      const res = await client.createPassport({ bodyJson: JSON.stringify(body) }, { context: context(t) });
+      return res.passport!;
+    },
+    list: (t, req = {}) =>
+      client.listPassports(
+        { limit: "", cursor: "", status: "", category: "", updatedSince: "", ...req },
+        { context: context(t) },
+      ),
+    close: async () => {
+      client.close();
+      await service.stop();
+      await query.destroy();
+      await db.drop();
+    },
+  };
+}
+
+/** Awaits a call that must fail and returns its ApiError. */
+export async function refusal(call: Promise<unknown>): Promise<ApiError> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error("expected the call to be refused, but it succeeded");
+}
+
+/** Rows of the tenant in each table of the passport schema. */
+export async function tenantRowCounts(h: Harness, t: Tenant) {
+  const count = async (table: "passport" | "gtin_claim" | "outbox") => {
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}
+      where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(h.sql);
+    return rows[0]!.n;
+  };
+  return { passport: await count("passport"), gtin_claim: await count("gtin_claim"), outbox: await count("outbox") };
+}

@@ -1,0 +1,280 @@
+/** The passport service on its own: create, get, tenant isolation, uniqueness, GTIN claims, validation. */
+import {
+  context,
+  liveTenant,
+  randomGtin13,
+  refusal,
+  startHarness,
+  tenantRowCounts,
+  testTenant,
+  type Harness,
+} from "../harness";
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness("passport_crud");
+});
+afterAll(() => h?.close());
+
+const issuesOf = (details: Record<string, unknown>) =>
+  (details.issues as { source: { pointer?: string; parameter?: string }; rule: string }[]).map((i) => [
+    i.source.pointer ?? i.source.parameter,
+    i.rule,
+  ]);
+
+describe("createPassport", () => {
+  it("creates a draft at version 1 with the GTIN normalised to 14 digits", async () => {
+    const t = testTenant();
+    const gtin = randomGtin13();
+    const p = await h.create(t, {
+      category: "textile",
+      external_id: "SKU-1",
+      data: { product_name: "Organic T-shirt", gtin, manufacturer_country: "PT" },
+    });
+    expect(p).toMatchObject({
+      organizationId: t.organizationId,
+      livemode: false,
+      category: "textile",
+      status: "draft",
+      version: 1,
+      gtin: `0${gtin}`,
+      externalId: "SKU-1",
+    });
+    expect(p.id).toMatch(/^pp_/);
+    expect(p.registryId).toBeUndefined();
+    expect(p.publishedAt).toBeUndefined();
+    expect(p.trashedAt).toBeUndefined();
+    expect(p.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(p.updatedAt).toBe(p.createdAt);
+    expect(JSON.parse(p.dataJson)).toEqual({
+      product_name: "Organic T-shirt",
+      gtin: `0${gtin}`,
+      manufacturer_country: "PT",
+    });
+  });
+
+  it("creates a passport without external_id or data, with gtin absent", async () => {
+    const p = await h.create(testTenant(), { category: "general" });
+    expect(p).toMatchObject({ category: "general", status: "draft", version: 1 });
+    expect(p.gtin).toBeUndefined();
+    expect(p.externalId).toBeUndefined();
+    expect(JSON.parse(p.dataJson)).toEqual({});
+  });
+
+  it("refuses a call that carries no tenant context as configuration_error", async () => {
+    const err = await refusal(
+      h.client.createPassport(
+        { bodyJson: JSON.stringify({ category: "textile" }) },
+        { context: { requestId: "req_no_tenant" } },
+      ),
+    );
+    expect(err.code).toBe("configuration_error");
+    expect(err.status).toBe(500);
+  });
+
+  it("refuses a body that is not JSON as invalid_request", async () => {
+    const err = await refusal(h.client.createPassport({ bodyJson: "{nope" }, { context: context(testTenant()) }));
+    expect(err.code).toBe("invalid_request");
+  });
+});
+
+describe("getPassport and tenant isolation", () => {
+  const owner = testTenant();
+  let id: string;
+
+  beforeAll(async () => {
+    id = (await h.create(owner, { category: "textile", data: { product_name: "Mine" } })).id;
+  });
+
+  it("reads the passport back as created", async () => {
+    const res = await h.client.getPassport({ id }, { context: context(owner) });
+    expect(res.passport).toMatchObject({ id, organizationId: owner.organizationId, status: "draft", version: 1 });
+    expect(JSON.parse(res.passport!.dataJson)).toEqual({ product_name: "Mine" });
+  });
+
+  it("answers resource_not_found to another organization and to the other mode", async () => {
+    for (const t of [testTenant(), liveTenant(owner.organizationId)]) {
+      const err = await refusal(h.client.getPassport({ id }, { context: context(t) }));
+      expect(err.code).toBe("resource_not_found");
+      expect(err.details).toEqual({ passport_id: id });
+    }
+  });
+
+  it("answers resource_not_found for an unknown or overlong id", async () => {
+    for (const unknown of ["pp_doesnotexist", "x".repeat(300)]) {
+      const err = await refusal(h.client.getPassport({ id: unknown }, { context: context(owner) }));
+      expect(err.code).toBe("resource_not_found");
+    }
+  });
+
+  it("lists nothing of another tenant", async () => {
+    expect((await h.list(testTenant())).passports).toEqual([]);
+    expect((await h.list(liveTenant(owner.organizationId))).passports).toEqual([]);
+    expect((await h.list(owner)).passports.map((p) => p.id)).toEqual([id]);
+  });
+});
+
+describe("external_id", () => {
+  it("is unique per organization and mode, allowed once in each mode", async () => {
+    const t = testTenant();
+    const first = await h.create(t, { category: "textile", external_id: "EXT-1" });
+
+    const before = await tenantRowCounts(h, t);
+    const err = await refusal(h.create(t, { category: "general", external_id: "EXT-1" }));
+    expect(err.code).toBe("already_exists");
+    expect(err.status).toBe(409);
+    expect(err.details).toMatchObject({ external_id: "EXT-1", passport_id: first.id });
+    expect(issuesOf(err.details)).toEqual([["/external_id", "unique"]]);
+    expect(await tenantRowCounts(h, t)).toEqual(before);
+
+    const live = await h.create(liveTenant(t.organizationId), { category: "textile", external_id: "EXT-1" });
+    expect(live.livemode).toBe(true);
+    expect(live.externalId).toBe("EXT-1");
+    const err2 = await refusal(h.create(liveTenant(t.organizationId), { category: "textile", external_id: "EXT-1" }));
+    expect(err2.details.passport_id).toBe(live.id);
+
+    // Another organization may use the same value.
+    await expect(h.create(testTenant(), { category: "textile", external_id: "EXT-1" })).resolves.toBeDefined();
+  });
+});
+
+describe("GTIN claims", () => {
+  it("refuses a GTIN another passport leads, naming it, and writes nothing", async () => {
+    const t = testTenant();
+    const gtin = randomGtin13();
+    const holder = await h.create(t, { category: "textile", data: { product_name: "Holder", gtin } });
+    const before = await tenantRowCounts(h, t);
+    expect(before).toEqual({ passport: 1, gtin_claim: 1, outbox: 1 });
+
+    // The same GTIN in its 14-digit form is the same GTIN.
+    for (const sent of [gtin, `0${gtin}`]) {
+      const err = await refusal(
+        h.create(t, { category: "general", external_id: "NEW", data: { product_name: "Newcomer", gtin: sent } }),
+      );
+      expect(err.code).toBe("gtin_in_use");
+      expect(err.status).toBe(409);
+      expect(err.details).toMatchObject({
+        gtin: `0${gtin}`,
+        passport_id: holder.id,
+        passport: `organizations/${t.organizationId}/passports/${holder.id}`,
+        product_name: "Holder",
+        role: "lead",
+      });
+      expect(issuesOf(err.details)).toEqual([["/data/gtin", "gtin_in_use"]]);
+    }
+
+    // Nothing of the refused creates was stored: no passport, no claim, no event.
+    expect(await tenantRowCounts(h, t)).toEqual(before);
+    const newcomers = await h.sql
+      .selectFrom("passport")
+      .select("id")
+      .where("organization_id", "=", t.organizationId)
+      .where("external_id", "=", "NEW")
+      .execute();
+    expect(newcomers).toEqual([]);
+
+    // The claim is per tenant: the other mode and another organization may use the GTIN.
+    await expect(h.create(liveTenant(t.organizationId), { category: "textile", data: { gtin } })).resolves.toMatchObject({
+      gtin: `0${gtin}`,
+    });
+    await expect(h.create(testTenant(), { category: "textile", data: { gtin } })).resolves.toBeDefined();
+  });
+
+  it("stores one lead claim owned by the passport", async () => {
+    const t = testTenant();
+    const gtin = randomGtin13();
+    const p = await h.create(t, { category: "battery", data: { gtin } });
+    const claims = await h.sql
+      .selectFrom("gtin_claim")
+      .select(["gtin", "passport_id", "role", "owner_id"])
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", false)
+      .execute();
+    expect(claims).toEqual([{ gtin: `0${gtin}`, passport_id: p.id, role: "lead", owner_id: p.id }]);
+  });
+});
+
+describe("validation_failed", () => {
+  async function refused(body: unknown) {
+    const t = testTenant();
+    const err = await refusal(h.create(t, body));
+    expect(err.code).toBe("validation_failed");
+    expect(err.status).toBe(422);
+    expect(await tenantRowCounts(h, t)).toEqual({ passport: 0, gtin_claim: 0, outbox: 0 });
+    return issuesOf(err.details);
+  }
+
+  it("points at unknown data keys", async () => {
+    expect(await refused({ category: "textile", data: { product_name: "x", colour_of_the_day: "red" } })).toEqual([
+      ["/data/colour_of_the_day", "unknown_field"],
+    ]);
+  });
+
+  it("escapes JSON Pointer tokens of unknown keys", async () => {
+    expect(await refused({ category: "textile", data: { "a/b~c": 1 } })).toEqual([["/data/a~1b~0c", "unknown_field"]]);
+  });
+
+  it("points at unknown top-level body keys", async () => {
+    expect(await refused({ category: "textile", status: "published", data: {} })).toEqual([["/status", "unknown_field"]]);
+  });
+
+  it("requires a category, and a known one", async () => {
+    expect(await refused({ data: { product_name: "x" } })).toEqual([["/category", "required"]]);
+    expect(await refused({ category: "spaceship" })).toEqual([["/category", "unknown_category"]]);
+    expect(await refused({ category: 7 })).toEqual([["/category", "type"]]);
+  });
+
+  it("limits external_id to 1..255 characters", async () => {
+    expect(await refused({ category: "textile", external_id: "x".repeat(256) })).toEqual([["/external_id", "length"]]);
+    expect(await refused({ category: "textile", external_id: "" })).toEqual([["/external_id", "length"]]);
+    const ok = await h.create(testTenant(), { category: "textile", external_id: "x".repeat(255) });
+    expect(ok.externalId).toHaveLength(255);
+  });
+
+  it("lists every issue of a body at once", async () => {
+    const issues = await refused({ category: "textile", extra: true, external_id: 5, data: { nope: 1 } });
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        ["/extra", "unknown_field"],
+        ["/external_id", "type"],
+        ["/data/nope", "unknown_field"],
+      ]),
+    );
+    expect(issues).toHaveLength(3);
+  });
+
+  it("refuses a GTIN with a wrong check digit", async () => {
+    const gtin = randomGtin13();
+    const wrong = gtin.slice(0, 12) + String((Number(gtin[12]) + 1) % 10);
+    expect(await refused({ category: "textile", data: { gtin: wrong } })).toEqual([["/data/gtin", "gtin_check_digit"]]);
+  });
+});
+
+describe("categories", () => {
+  it("lists the categories without a tenant", async () => {
+    const res = await h.client.listCategories({}, { context: context() });
+    const ids = res.categories.map((c) => c.id);
+    expect(ids).toEqual(expect.arrayContaining(["textile", "battery", "general"]));
+    for (const c of res.categories) {
+      expect(c.displayName).not.toBe("");
+      expect(c.schemaVersion).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(c.regulations.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("serves a category's field schema", async () => {
+    const res = await h.client.getCategorySchema({ category: "textile" }, { context: context() });
+    expect(res.category?.id).toBe("textile");
+    const schema = JSON.parse(res.schemaJson);
+    expect(schema).toMatchObject({ type: "object", additionalProperties: false });
+    expect(schema.$id).toContain(`/textile/${res.category!.schemaVersion}`);
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(["product_name", "gtin"]));
+  });
+
+  it("answers resource_not_found for an unknown category", async () => {
+    const err = await refusal(h.client.getCategorySchema({ category: "spaceship" }, { context: context() }));
+    expect(err.code).toBe("resource_not_found");
+    expect(err.details).toEqual({ category: "spaceship" });
+  });
+});

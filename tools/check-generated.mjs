@@ -1,0 +1,45 @@
+// Fails when proto/src/gen is not what `buf generate` makes from proto/ today.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const protoDir = path.join(root, "proto");
+const committed = path.join(protoDir, "src", "gen");
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-gen-"));
+
+const buf = path.join(root, "node_modules", ".bin", "buf");
+execFileSync(buf, ["generate", "--output", tmp], {
+  cwd: protoDir,
+  stdio: "inherit",
+  env: { ...process.env, PATH: `${path.join(root, "node_modules", ".bin")}:${process.env.PATH}` },
+});
+const fresh = path.join(tmp, "src", "gen");
+
+function files(dir, base = dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? files(p, base) : [path.relative(base, p)];
+  });
+}
+
+const a = new Set(files(committed));
+const b = new Set(files(fresh));
+const problems = [];
+for (const f of b) if (!a.has(f)) problems.push(`missing: proto/src/gen/${f}`);
+for (const f of a) if (!b.has(f)) problems.push(`stale (no longer generated): proto/src/gen/${f}`);
+for (const f of a)
+  if (
+    b.has(f) &&
+    fs.readFileSync(path.join(committed, f), "utf8") !== fs.readFileSync(path.join(fresh, f), "utf8")
+  )
+    problems.push(`out of date: proto/src/gen/${f}`);
+fs.rmSync(tmp, { recursive: true, force: true });
+
+if (problems.length) {
+  console.error(`Generated code is stale; run \`pnpm run gen\` and commit:\n  ${problems.join("\n  ")}`);
+  process.exit(1);
+}
+console.log(`Generated code is current (${a.size} files).`);
