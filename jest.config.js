@@ -22,12 +22,13 @@ module.exports = {
   globalSetup: "<rootDir>/tools/jest/global-setup.mjs",
   globalTeardown: "<rootDir>/tools/jest/global-teardown.mjs",
   testTimeout: 30000,
+  maxWorkers: 2,
   projects: [
     project("kit", "<rootDir>/services/kit"),
     project("gateway", "<rootDir>/services/gateway"),
     project("passport", "<rootDir>/services/passport"),
     project("events", "<rootDir>/services/events"),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
-    project("e2e", "<rootDir>/test-e2e", { testTimeout: 120000, maxWorkers: 1 }),
+    project("e2e", "<rootDir>/test-e2e", { testTimeout: 120000 }),
   ],
 };

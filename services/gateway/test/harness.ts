@@ -18,7 +18,12 @@ export interface Store {
 export async function startStore(label: string): Promise<Store> {
   const db = await createTestDatabase(label);
   await migrateGateway(db.url);
-  const kysely = createDb<GatewayDB>({ url: db.url, schema: GATEWAY_SCHEMA, applicationName: "gateway-test", max: 4 });
+  const kysely = createDb<GatewayDB>({
+    url: db.url,
+    schema: GATEWAY_SCHEMA,
+    applicationName: "gateway-test",
+    max: 4,
+  });
   const identity = new IdentityRepository(kysely);
   return {
     db,

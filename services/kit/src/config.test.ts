@@ -46,7 +46,8 @@ describe("loadConfig", () => {
     expect(caught).toBeInstanceOf(ConfigError);
     const message = (caught as ConfigError).message;
     expect((caught as ConfigError).name).toBe("ConfigError");
-    for (const name of ["DATABASE_URL", "GRPC_ADDR", "DB_POOL_MAX", "LOG_LEVEL"]) expect(message).toContain(name);
+    for (const name of ["DATABASE_URL", "GRPC_ADDR", "DB_POOL_MAX", "LOG_LEVEL"])
+      expect(message).toContain(name);
     expect(message).not.toContain("RELAY_INTERVAL_MS");
   });
 
@@ -57,7 +58,11 @@ describe("loadConfig", () => {
     ["DATABASE_URL", "mysql://root@localhost/db"],
     ["GRPC_ADDR", "localhost"],
   ])("refuses %s=%j", (name, value) => {
-    const env: Record<string, string> = { DATABASE_URL: "postgres://u@h/db", GRPC_ADDR: "127.0.0.1:1", [name]: value };
+    const env: Record<string, string> = {
+      DATABASE_URL: "postgres://u@h/db",
+      GRPC_ADDR: "127.0.0.1:1",
+      [name]: value,
+    };
     expect(() => loadConfig(schema, env)).toThrow(ConfigError);
     expect(() => loadConfig(schema, env)).toThrow(name);
   });

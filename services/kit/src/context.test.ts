@@ -18,7 +18,12 @@ describe("request context in gRPC metadata", () => {
   });
 
   it("keeps livemode false as false (test mode is not 'no mode')", () => {
-    const ctx: RequestContext = { requestId: "req_t", organizationId: "org_2", livemode: false, credentialKind: "secret" };
+    const ctx: RequestContext = {
+      requestId: "req_t",
+      organizationId: "org_2",
+      livemode: false,
+      credentialKind: "secret",
+    };
     const back = roundTrip(ctx);
     expect(back).toEqual(ctx);
     expect(back.livemode).toBe(false);

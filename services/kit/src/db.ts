@@ -48,7 +48,13 @@ export async function migrateSchema(
   schema: string,
   migrations: Record<string, Migration>,
 ): Promise<string[]> {
-  await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  } catch (err) {
+    // Two processes creating the same schema at once: "if not exists" is not atomic
+    // and the loser gets a unique violation on pg_namespace. The schema exists; go on.
+    if (!isUniqueViolation(err)) throw err;
+  }
   const migrator = new Migrator({
     db: db.withSchema(schema),
     provider: { getMigrations: async () => migrations },

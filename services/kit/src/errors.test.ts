@@ -143,7 +143,10 @@ describe("toEnvelope", () => {
   });
 
   it("never puts response headers into the body and always has a details object", () => {
-    const env = toEnvelope(new ApiError("resource_busy", undefined, undefined, { "Retry-After": "1" }), "req_x");
+    const env = toEnvelope(
+      new ApiError("resource_busy", undefined, undefined, { "Retry-After": "1" }),
+      "req_x",
+    );
     expect(env.error.details).toEqual({});
     expect(JSON.stringify(env)).not.toContain("Retry-After");
   });
@@ -185,7 +188,9 @@ describe("invalidParameter", () => {
     expect(err.code).toBe("invalid_request");
     expect(err.status).toBe(400);
     expect(err.details).toEqual({
-      issues: [{ source: { parameter: "limit" }, rule: "range", message: "limit must be between 1 and 100." }],
+      issues: [
+        { source: { parameter: "limit" }, rule: "range", message: "limit must be between 1 and 100." },
+      ],
     });
   });
 });

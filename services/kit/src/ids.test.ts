@@ -9,9 +9,20 @@ describe("newId", () => {
 
   it("sorts lexically in creation-time order across milliseconds", () => {
     const base = Date.UTC(2026, 0, 1);
-    const times = [0, 1, 2, 31, 32, 33, 1023, 1024, 60_000, 86_400_000, 31 * 86_400_000, 10 * 365 * 86_400_000].map(
-      (d) => base + d,
-    );
+    const times = [
+      0,
+      1,
+      2,
+      31,
+      32,
+      33,
+      1023,
+      1024,
+      60_000,
+      86_400_000,
+      31 * 86_400_000,
+      10 * 365 * 86_400_000,
+    ].map((d) => base + d);
     const ids = times.map((t) => newId("x", t));
     expect([...ids].sort()).toEqual(ids);
     // reversed creation order still sorts back into time order

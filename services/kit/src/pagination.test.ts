@@ -99,7 +99,9 @@ describe("cursors", () => {
     const inner = JSON.parse(Buffer.from(c, "base64url").toString("utf8")) as Record<string, unknown>;
     const forgedList = Buffer.from(JSON.stringify({ ...inner, l: "events" })).toString("base64url");
     cursorError(() => decodeCursor("passports", filters, forgedList));
-    const forgedFilters = Buffer.from(JSON.stringify({ ...inner, f: "AAAAAAAAAAAAAAAA" })).toString("base64url");
+    const forgedFilters = Buffer.from(JSON.stringify({ ...inner, f: "AAAAAAAAAAAAAAAA" })).toString(
+      "base64url",
+    );
     cursorError(() => decodeCursor("passports", filters, forgedFilters));
     const noPosition = Buffer.from(JSON.stringify({ l: inner.l, f: inner.f })).toString("base64url");
     cursorError(() => decodeCursor("passports", filters, noPosition));

@@ -9,7 +9,12 @@ import { ApiError, createClient, createDb, createLogger, type RequestContext } f
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
 import { passportV1 } from "@dpp/proto";
 import { loadPassportConfig, type PassportConfig } from "../src/config";
-import { migratePassport, PASSPORT_SCHEMA, startPassportService, type PassportServiceHandle } from "../src/service";
+import {
+  migratePassport,
+  PASSPORT_SCHEMA,
+  startPassportService,
+  type PassportServiceHandle,
+} from "../src/service";
 import type { PassportDB } from "../src/store/schema";
 import { gtinCheckDigit } from "../src/domain/gtin";
 
@@ -62,7 +67,12 @@ export async function startHarness(label: string): Promise<Harness> {
   await migratePassport(config);
   const service = await startPassportService(config, createLogger("passport-test", "silent"));
   const client = passportClient(service.port);
-  const query = createDb<PassportDB>({ url: db.url, schema: PASSPORT_SCHEMA, applicationName: "passport-test", max: 2 });
+  const query = createDb<PassportDB>({
+    url: db.url,
+    schema: PASSPORT_SCHEMA,
+    applicationName: "passport-test",
+    max: 2,
+  });
   return {
     db,
     config,
@@ -105,5 +115,9 @@ export async function tenantRowCounts(h: Harness, t: Tenant) {
       where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(h.sql);
     return rows[0]!.n;
   };
-  return { passport: await count("passport"), gtin_claim: await count("gtin_claim"), outbox: await count("outbox") };
+  return {
+    passport: await count("passport"),
+    gtin_claim: await count("gtin_claim"),
+    outbox: await count("outbox"),
+  };
 }

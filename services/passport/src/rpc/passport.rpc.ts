@@ -47,6 +47,19 @@ function categoryMessage(c: NonNullable<ReturnType<typeof findCategory>>) {
   };
 }
 
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** An RFC 3339 timestamp (with its offset, on a day the month has), or undefined. */
+function parseRfc3339(text: string): Date | undefined {
+  const m = RFC3339.exec(text);
+  if (!m) return undefined;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const calendar = new Date(Date.UTC(year, month - 1, day));
+  if (calendar.getUTCMonth() !== month - 1 || calendar.getUTCDate() !== day) return undefined;
+  const at = new Date(text);
+  return Number.isNaN(at.getTime()) ? undefined : at;
+}
+
 function parseJsonBody(text: string): unknown {
   try {
     return JSON.parse(text || "{}");
@@ -91,8 +104,8 @@ export function passportRpc(repo: PassportRepository, onCommitted: () => void): 
         throw invalidParameter("category", "unknown_category", `${req.category} is not a category.`);
       let updatedSince: Date | undefined;
       if (req.updatedSince) {
-        updatedSince = new Date(req.updatedSince);
-        if (!/^\d{4}-\d{2}-\d{2}T/.test(req.updatedSince) || Number.isNaN(updatedSince.getTime()))
+        updatedSince = parseRfc3339(req.updatedSince);
+        if (!updatedSince)
           throw invalidParameter("updated_since", "rfc3339", "updated_since must be an RFC 3339 timestamp.");
       }
       const filters = {

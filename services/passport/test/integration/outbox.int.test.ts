@@ -3,7 +3,14 @@
  * by the relay to the bus (the Postgres-table transport on the same database).
  */
 import { sql } from "kysely";
-import { createLogger, DOMAIN_EVENTS_TOPIC, PgBus, type BusMessage, type DomainEvent, type Subscription } from "@dpp/kit";
+import {
+  createLogger,
+  DOMAIN_EVENTS_TOPIC,
+  PgBus,
+  type BusMessage,
+  type DomainEvent,
+  type Subscription,
+} from "@dpp/kit";
 import { eventually } from "@dpp/kit/src/testing";
 import { liveTenant, refusal, startHarness, testTenant, type Harness } from "../harness";
 
@@ -54,7 +61,11 @@ describe("passport.created", () => {
     const rows = await outboxOf(t.organizationId);
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
-    expect(row).toMatchObject({ organization_id: t.organizationId, livemode: false, type: "passport.created" });
+    expect(row).toMatchObject({
+      organization_id: t.organizationId,
+      livemode: false,
+      type: "passport.created",
+    });
     expect(row.event_id).toMatch(/^evt_/);
     expect(row.payload).toEqual({
       id: row.event_id,
@@ -83,7 +94,11 @@ describe("passport.created", () => {
     });
     const [row] = await outboxOf(t.organizationId);
     expect(event).toEqual(row!.payload);
-    expect(event).toMatchObject({ type: "passport.created", livemode: true, related: { id: p.id, category: "battery" } });
+    expect(event).toMatchObject({
+      type: "passport.created",
+      livemode: true,
+      related: { id: p.id, category: "battery" },
+    });
     const sent = await eventually(async () => {
       const [r] = await outboxOf(t.organizationId);
       return r?.sent_at ?? undefined;
@@ -94,7 +109,8 @@ describe("passport.created", () => {
   it("relays one event per passport, in creation order for one organization", async () => {
     const t = testTenant();
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await h.create(t, { category: "general", external_id: `E-${i}` })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await h.create(t, { category: "general", external_id: `E-${i}` })).id);
     const events = await eventually(async () => {
       const got = eventsOnBus(t.organizationId);
       return got.length >= 5 ? got : undefined;

@@ -74,7 +74,9 @@ describe("createPassport", () => {
   });
 
   it("refuses a body that is not JSON as invalid_request", async () => {
-    const err = await refusal(h.client.createPassport({ bodyJson: "{nope" }, { context: context(testTenant()) }));
+    const err = await refusal(
+      h.client.createPassport({ bodyJson: "{nope" }, { context: context(testTenant()) }),
+    );
     expect(err.code).toBe("invalid_request");
   });
 });
@@ -89,7 +91,12 @@ describe("getPassport and tenant isolation", () => {
 
   it("reads the passport back as created", async () => {
     const res = await h.client.getPassport({ id }, { context: context(owner) });
-    expect(res.passport).toMatchObject({ id, organizationId: owner.organizationId, status: "draft", version: 1 });
+    expect(res.passport).toMatchObject({
+      id,
+      organizationId: owner.organizationId,
+      status: "draft",
+      version: 1,
+    });
     expect(JSON.parse(res.passport!.dataJson)).toEqual({ product_name: "Mine" });
   });
 
@@ -131,11 +138,15 @@ describe("external_id", () => {
     const live = await h.create(liveTenant(t.organizationId), { category: "textile", external_id: "EXT-1" });
     expect(live.livemode).toBe(true);
     expect(live.externalId).toBe("EXT-1");
-    const err2 = await refusal(h.create(liveTenant(t.organizationId), { category: "textile", external_id: "EXT-1" }));
+    const err2 = await refusal(
+      h.create(liveTenant(t.organizationId), { category: "textile", external_id: "EXT-1" }),
+    );
     expect(err2.details.passport_id).toBe(live.id);
 
     // Another organization may use the same value.
-    await expect(h.create(testTenant(), { category: "textile", external_id: "EXT-1" })).resolves.toBeDefined();
+    await expect(
+      h.create(testTenant(), { category: "textile", external_id: "EXT-1" }),
+    ).resolves.toBeDefined();
   });
 });
 
@@ -150,7 +161,11 @@ describe("GTIN claims", () => {
     // The same GTIN in its 14-digit form is the same GTIN.
     for (const sent of [gtin, `0${gtin}`]) {
       const err = await refusal(
-        h.create(t, { category: "general", external_id: "NEW", data: { product_name: "Newcomer", gtin: sent } }),
+        h.create(t, {
+          category: "general",
+          external_id: "NEW",
+          data: { product_name: "Newcomer", gtin: sent },
+        }),
       );
       expect(err.code).toBe("gtin_in_use");
       expect(err.status).toBe(409);
@@ -175,7 +190,9 @@ describe("GTIN claims", () => {
     expect(newcomers).toEqual([]);
 
     // The claim is per tenant: the other mode and another organization may use the GTIN.
-    await expect(h.create(liveTenant(t.organizationId), { category: "textile", data: { gtin } })).resolves.toMatchObject({
+    await expect(
+      h.create(liveTenant(t.organizationId), { category: "textile", data: { gtin } }),
+    ).resolves.toMatchObject({
       gtin: `0${gtin}`,
     });
     await expect(h.create(testTenant(), { category: "textile", data: { gtin } })).resolves.toBeDefined();
@@ -195,6 +212,35 @@ describe("GTIN claims", () => {
   });
 });
 
+describe("concurrent creates", () => {
+  it("let exactly one of several racing creates take a GTIN or an external_id", async () => {
+    const t = testTenant();
+    const gtin = randomGtin13();
+    const gtinRace = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        h.create(t, { category: "textile", data: { product_name: `P${i}`, gtin } }),
+      ),
+    );
+    const winners = gtinRace.filter((r) => r.status === "fulfilled");
+    expect(winners).toHaveLength(1);
+    const winner = (winners[0] as PromiseFulfilledResult<{ id: string }>).value;
+    for (const r of gtinRace.filter((x) => x.status === "rejected"))
+      expect((r as PromiseRejectedResult).reason).toMatchObject({
+        code: "gtin_in_use",
+        details: expect.objectContaining({ passport_id: winner.id, role: "lead" }),
+      });
+
+    const idRace = await Promise.allSettled(
+      Array.from({ length: 6 }, () => h.create(t, { category: "general", external_id: "RACE" })),
+    );
+    expect(idRace.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    for (const r of idRace.filter((x) => x.status === "rejected"))
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ code: "already_exists" });
+
+    expect(await tenantRowCounts(h, t)).toEqual({ passport: 2, gtin_claim: 1, outbox: 2 });
+  });
+});
+
 describe("validation_failed", () => {
   async function refused(body: unknown) {
     const t = testTenant();
@@ -206,17 +252,21 @@ describe("validation_failed", () => {
   }
 
   it("points at unknown data keys", async () => {
-    expect(await refused({ category: "textile", data: { product_name: "x", colour_of_the_day: "red" } })).toEqual([
-      ["/data/colour_of_the_day", "unknown_field"],
-    ]);
+    expect(
+      await refused({ category: "textile", data: { product_name: "x", colour_of_the_day: "red" } }),
+    ).toEqual([["/data/colour_of_the_day", "unknown_field"]]);
   });
 
   it("escapes JSON Pointer tokens of unknown keys", async () => {
-    expect(await refused({ category: "textile", data: { "a/b~c": 1 } })).toEqual([["/data/a~1b~0c", "unknown_field"]]);
+    expect(await refused({ category: "textile", data: { "a/b~c": 1 } })).toEqual([
+      ["/data/a~1b~0c", "unknown_field"],
+    ]);
   });
 
   it("points at unknown top-level body keys", async () => {
-    expect(await refused({ category: "textile", status: "published", data: {} })).toEqual([["/status", "unknown_field"]]);
+    expect(await refused({ category: "textile", status: "published", data: {} })).toEqual([
+      ["/status", "unknown_field"],
+    ]);
   });
 
   it("requires a category, and a known one", async () => {
@@ -226,7 +276,9 @@ describe("validation_failed", () => {
   });
 
   it("limits external_id to 1..255 characters", async () => {
-    expect(await refused({ category: "textile", external_id: "x".repeat(256) })).toEqual([["/external_id", "length"]]);
+    expect(await refused({ category: "textile", external_id: "x".repeat(256) })).toEqual([
+      ["/external_id", "length"],
+    ]);
     expect(await refused({ category: "textile", external_id: "" })).toEqual([["/external_id", "length"]]);
     const ok = await h.create(testTenant(), { category: "textile", external_id: "x".repeat(255) });
     expect(ok.externalId).toHaveLength(255);
@@ -247,7 +299,9 @@ describe("validation_failed", () => {
   it("refuses a GTIN with a wrong check digit", async () => {
     const gtin = randomGtin13();
     const wrong = gtin.slice(0, 12) + String((Number(gtin[12]) + 1) % 10);
-    expect(await refused({ category: "textile", data: { gtin: wrong } })).toEqual([["/data/gtin", "gtin_check_digit"]]);
+    expect(await refused({ category: "textile", data: { gtin: wrong } })).toEqual([
+      ["/data/gtin", "gtin_check_digit"],
+    ]);
   });
 });
 

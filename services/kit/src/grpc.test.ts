@@ -1,0 +1,87 @@
+import * as grpc from "@grpc/grpc-js";
+import { ApiError } from "./errors";
+import { fromServiceError, toServiceError } from "./grpc";
+
+/** What a client sees of a failed call: the status code and the trailers the server sent. */
+function asReceived(partial: Partial<grpc.ServiceError>): grpc.ServiceError {
+  return Object.assign(new Error(partial.details ?? ""), {
+    code: partial.code ?? grpc.status.UNKNOWN,
+    details: partial.details ?? "",
+    metadata: partial.metadata ?? new grpc.Metadata(),
+  });
+}
+
+describe("toServiceError / fromServiceError (no network)", () => {
+  it("carries code, message, details and headers through the status trailer", () => {
+    const err = new ApiError(
+      "resource_busy",
+      "Another request holds this key.",
+      { idempotency_key: "k1", nested: { list: [1, null, "x"], none: null } },
+      { "Retry-After": "2" },
+    );
+    const back = fromServiceError(asReceived(toServiceError(err)), "passport");
+    expect(back).toBeInstanceOf(ApiError);
+    expect(back.code).toBe("resource_busy");
+    expect(back.status).toBe(409);
+    expect(back.message).toBe("Another request holds this key.");
+    expect(back.details).toEqual({ idempotency_key: "k1", nested: { list: [1, null, "x"], none: null } });
+    expect(back.headers).toEqual({ "Retry-After": "2" });
+  });
+
+  it.each([
+    ["validation_failed", grpc.status.INVALID_ARGUMENT],
+    ["invalid_key", grpc.status.UNAUTHENTICATED],
+    ["insufficient_scope", grpc.status.PERMISSION_DENIED],
+    ["publish_limit_reached", grpc.status.PERMISSION_DENIED],
+    ["resource_not_found", grpc.status.NOT_FOUND],
+    ["already_exists", grpc.status.ABORTED],
+    ["precondition_failed", grpc.status.FAILED_PRECONDITION],
+    ["rate_limited", grpc.status.RESOURCE_EXHAUSTED],
+    ["storage_unavailable", grpc.status.UNAVAILABLE],
+    ["internal_error", grpc.status.INTERNAL],
+  ] as const)("maps %s to a fitting gRPC status", (code, grpcCode) => {
+    expect(toServiceError(new ApiError(code)).code).toBe(grpcCode);
+  });
+
+  it("turns a plain Error into internal_error without its message", () => {
+    const se = toServiceError(new Error("password=hunter2 leaked"));
+    expect(se.code).toBe(grpc.status.INTERNAL);
+    expect(se.details).not.toContain("hunter2");
+    const back = fromServiceError(asReceived(se), "passport");
+    expect(back.code).toBe("internal_error");
+    expect(back.message).not.toContain("hunter2");
+    expect(JSON.stringify(back.details)).not.toContain("hunter2");
+  });
+
+  it("keeps an ApiError whose details use the reserved headers key only as headers", () => {
+    const back = fromServiceError(
+      asReceived(
+        toServiceError(new ApiError("rate_limited", undefined, { limit: 5 }, { "Retry-After": "9" })),
+      ),
+      "gateway",
+    );
+    expect(back.details).toEqual({ limit: 5 });
+    expect(back.headers).toEqual({ "Retry-After": "9" });
+  });
+
+  it("maps transport failures without a trailer to internal_error with a reason", () => {
+    const unavailable = fromServiceError(asReceived({ code: grpc.status.UNAVAILABLE }), "passport");
+    expect(unavailable.code).toBe("internal_error");
+    expect(unavailable.details).toEqual({ reason: "upstream_unavailable", service: "passport" });
+    expect(unavailable.headers["Retry-After"]).toBeDefined();
+
+    const timeout = fromServiceError(asReceived({ code: grpc.status.DEADLINE_EXCEEDED }), "passport");
+    expect(timeout.details).toEqual({ reason: "upstream_timeout", service: "passport" });
+
+    const other = fromServiceError(asReceived({ code: grpc.status.UNIMPLEMENTED }), "events");
+    expect(other.code).toBe("internal_error");
+    expect(other.details).toEqual({ reason: "upstream_error", service: "events" });
+  });
+
+  it("treats an undecodable trailer as an internal error", () => {
+    const md = new grpc.Metadata();
+    md.set("grpc-status-details-bin", Buffer.from([0xff, 0x00, 0x13, 0x37]));
+    const back = fromServiceError(asReceived({ code: grpc.status.ABORTED, metadata: md }), "passport");
+    expect(back.code).toBe("internal_error");
+  });
+});

@@ -1,0 +1,279 @@
+/** The Postgres-table bus transport (PgBus) against the real Postgres. */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { PgBus, migrateBus, type BusMessage, type Subscription } from "../../src/bus";
+import { createLogger } from "../../src/logger";
+import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
+
+const log = createLogger("kit-bus-test", "silent");
+let tdb: TestDatabase;
+let admin: pg.Client;
+const buses: PgBus[] = [];
+const subs: Subscription[] = [];
+
+const uniq = (label: string) => `${label}-${randomBytes(4).toString("hex")}`;
+const msgs = (prefix: string, from: number, to: number): BusMessage[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({ key: "org_1", value: `${prefix}-${from + i}` }));
+
+function bus(extra: { pollIntervalMs?: number; batchSize?: number; retentionHours?: number } = {}): PgBus {
+  const b = new PgBus({ url: tdb.url, log, pollIntervalMs: 50, ...extra });
+  buses.push(b);
+  return b;
+}
+
+/** Subscribes and collects every delivered message, in delivery order. */
+async function collect(
+  b: PgBus,
+  topic: string,
+  group: string,
+): Promise<{ got: BusMessage[]; sub: Subscription }> {
+  const got: BusMessage[] = [];
+  const sub = await b.subscribe({ group, topic, handler: async (batch) => void got.push(...batch) });
+  subs.push(sub);
+  return { got, sub };
+}
+
+const waitFor = (got: unknown[], n: number, timeoutMs = 10_000) =>
+  eventually(async () => (got.length >= n ? true : undefined), timeoutMs);
+
+async function position(group: string, topic: string): Promise<number | undefined> {
+  const { rows } = await admin.query<{ position: string }>(
+    "select position from bus.consumer_offset where group_id = $1 and topic = $2",
+    [group, topic],
+  );
+  return rows[0] ? Number(rows[0].position) : undefined;
+}
+
+async function idsOf(topic: string): Promise<{ id: number; value: string }[]> {
+  const { rows } = await admin.query<{ id: string; value: string }>(
+    "select id, value from bus.message where topic = $1 order by id",
+    [topic],
+  );
+  return rows.map((r) => ({ id: Number(r.id), value: r.value }));
+}
+
+beforeAll(async () => {
+  tdb = await createTestDatabase("kitbus");
+  await migrateBus(tdb.url);
+  admin = new pg.Client({ connectionString: tdb.url });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.all(subs.map((s) => s.stop()));
+  await Promise.all(buses.map((b) => b.close()));
+  await admin?.end();
+  await tdb?.drop();
+});
+
+describe("PgBus", () => {
+  it("migrateBus is idempotent", async () => {
+    await migrateBus(tdb.url);
+    await migrateBus(tdb.url);
+    const { rows } = await admin.query("select count(*)::int as n from bus.kysely_migration");
+    expect(rows[0].n).toBe(1);
+  });
+
+  it("delivers published messages to a subscriber in publish order, with key and headers", async () => {
+    const b = bus();
+    const topic = uniq("order");
+    const { got } = await collect(b, topic, "g-order");
+    await b.publish(topic, [
+      { key: "org_a", value: "first", headers: { "content-type": "application/json" } },
+    ]);
+    await b.publish(topic, msgs("m", 2, 6));
+    await b.publish(topic, []);
+    await b.publish(topic, msgs("m", 7, 10));
+    await waitFor(got, 10);
+    expect(got[0]).toEqual({ key: "org_a", value: "first", headers: { "content-type": "application/json" } });
+    expect(got.slice(1).map((m) => m.value)).toEqual(msgs("m", 2, 10).map((m) => m.value));
+    expect(got.slice(1).every((m) => m.key === "org_1" && JSON.stringify(m.headers) === "{}")).toBe(true);
+  });
+
+  it("delivers what was published before the subscriber started (a new group starts at the beginning)", async () => {
+    const b = bus();
+    const topic = uniq("backlog");
+    await b.publish(topic, msgs("old", 1, 5));
+    const { got } = await collect(b, topic, "g-late");
+    await waitFor(got, 5);
+    expect(got.map((m) => m.value)).toEqual(msgs("old", 1, 5).map((m) => m.value));
+  });
+
+  it("does not deliver another topic's messages", async () => {
+    const b = bus();
+    const topic = uniq("mine");
+    const { got } = await collect(b, topic, "g-topic");
+    await b.publish(uniq("other"), msgs("other", 1, 3));
+    await b.publish(topic, msgs("mine", 1, 2));
+    await waitFor(got, 2);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(got.map((m) => m.value)).toEqual(["mine-1", "mine-2"]);
+  });
+
+  it("redelivers a batch whose handler threw, and advances the position only after success", async () => {
+    const b = bus({ pollIntervalMs: 30 });
+    const topic = uniq("retry");
+    const group = "g-retry";
+    await b.publish(topic, msgs("r", 1, 4));
+    const [{ id: lastId }] = (await idsOf(topic)).slice(-1);
+
+    let accept = false;
+    const attempts: string[][] = [];
+    const accepted: string[] = [];
+    subs.push(
+      await b.subscribe({
+        group,
+        topic,
+        handler: async (batch) => {
+          attempts.push(batch.map((m) => m.value));
+          if (!accept) throw new Error("handler not ready");
+          accepted.push(...batch.map((m) => m.value));
+        },
+      }),
+    );
+    await waitFor(attempts, 3);
+    // Every failed attempt saw the same messages again, from the first one.
+    for (const a of attempts.slice(0, 3)) expect(a).toEqual(["r-1", "r-2", "r-3", "r-4"]);
+    expect(accepted).toEqual([]);
+    expect(await position(group, topic)).toBeFalsy();
+
+    accept = true;
+    await waitFor(accepted, 4);
+    expect(accepted).toEqual(["r-1", "r-2", "r-3", "r-4"]);
+    await eventually(async () => ((await position(group, topic)) === lastId ? true : undefined));
+
+    // Later messages come after, and nothing already accepted comes again.
+    await b.publish(topic, msgs("r", 5, 6));
+    await waitFor(accepted, 6);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(accepted).toEqual(["r-1", "r-2", "r-3", "r-4", "r-5", "r-6"]);
+  });
+
+  it("redelivers from the failed batch on, keeping the batches that succeeded", async () => {
+    const b = bus({ pollIntervalMs: 30, batchSize: 3 });
+    const topic = uniq("partial");
+    await b.publish(topic, msgs("p", 1, 7));
+    let failures = 2;
+    const accepted: string[] = [];
+    subs.push(
+      await b.subscribe({
+        group: "g-partial",
+        topic,
+        handler: async (batch) => {
+          if (batch[0]!.value === "p-4" && failures > 0) {
+            failures--;
+            throw new Error("second batch fails twice");
+          }
+          accepted.push(...batch.map((m) => m.value));
+        },
+      }),
+    );
+    await waitFor(accepted, 7);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(accepted).toEqual(["p-1", "p-2", "p-3", "p-4", "p-5", "p-6", "p-7"]);
+    expect(failures).toBe(0);
+  });
+
+  it("gives each consumer group every message", async () => {
+    const b = bus();
+    const topic = uniq("groups");
+    const one = await collect(b, topic, "g-one");
+    const two = await collect(bus(), topic, "g-two");
+    await b.publish(topic, msgs("x", 1, 20));
+    await waitFor(one.got, 20);
+    await waitFor(two.got, 20);
+    const expected = msgs("x", 1, 20).map((m) => m.value);
+    expect(one.got.map((m) => m.value)).toEqual(expected);
+    expect(two.got.map((m) => m.value)).toEqual(expected);
+  });
+
+  it("shares a group's messages between two subscribers of that group without duplicates", async () => {
+    const topic = uniq("shared");
+    const a = await collect(bus(), topic, "g-shared");
+    const c = await collect(bus(), topic, "g-shared");
+    const pub = bus();
+    for (let i = 1; i <= 5; i++) await pub.publish(topic, msgs(`s${i}`, 1, 10));
+    await eventually(async () => (a.got.length + c.got.length >= 50 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 200));
+    const values = [...a.got, ...c.got].map((m) => m.value);
+    expect(values).toHaveLength(50);
+    expect(new Set(values).size).toBe(50);
+  });
+
+  it("delivers messages of concurrent publishers exactly once, in id order, none skipped", async () => {
+    const topic = uniq("concurrent");
+    const sub = bus({ pollIntervalMs: 5, batchSize: 25 });
+    const { got } = await collect(sub, topic, "g-concurrent");
+    const publishers = [bus(), bus(), bus(), bus(), bus()];
+    const PUBLISHERS = 10;
+    const EACH = 50;
+    await Promise.all(
+      Array.from({ length: PUBLISHERS }, async (_, p) => {
+        const b = publishers[p % publishers.length]!;
+        for (let i = 0; i < EACH; i++) await b.publish(topic, [{ key: `org_${p}`, value: `p${p}-${i}` }]);
+      }),
+    );
+    await waitFor(got, PUBLISHERS * EACH, 20_000);
+    await new Promise((r) => setTimeout(r, 150));
+    const values = got.map((m) => m.value);
+    expect(values).toHaveLength(PUBLISHERS * EACH);
+    expect(new Set(values).size).toBe(PUBLISHERS * EACH);
+    // In the order of the ids the bus assigned...
+    expect(values).toEqual((await idsOf(topic)).map((r) => r.value));
+    // ...which keeps each publisher's own order.
+    for (let p = 0; p < PUBLISHERS; p++) {
+      const mine = values.filter((v) => v.startsWith(`p${p}-`));
+      expect(mine).toEqual(Array.from({ length: EACH }, (_, i) => `p${p}-${i}`));
+    }
+  });
+
+  it("stops delivering after the subscription stops, and resumes where the group left off", async () => {
+    const b = bus();
+    const topic = uniq("resume");
+    const first = await collect(b, topic, "g-resume");
+    await b.publish(topic, msgs("a", 1, 3));
+    await waitFor(first.got, 3);
+    await first.sub.stop();
+    await b.publish(topic, msgs("a", 4, 6));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(first.got).toHaveLength(3);
+    const second = await collect(b, topic, "g-resume");
+    await waitFor(second.got, 3);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(second.got.map((m) => m.value)).toEqual(["a-4", "a-5", "a-6"]);
+  });
+
+  it("prune() deletes only messages every group has read and older than the retention", async () => {
+    const keeper = bus({ retentionHours: 0 });
+    await keeper.prune(); // clear what earlier tests left read
+    const topic = uniq("prune");
+    const fast = await collect(bus(), topic, "g-prune-fast");
+    const slow = await collect(bus(), topic, "g-prune-slow");
+    await keeper.publish(topic, msgs("old", 1, 10));
+    await waitFor(fast.got, 10);
+    await waitFor(slow.got, 10);
+    await slow.sub.stop();
+    await keeper.publish(topic, msgs("new", 1, 5));
+    await waitFor(fast.got, 15);
+    const unread = uniq("unread");
+    await keeper.publish(unread, msgs("u", 1, 3)); // a topic no group reads
+
+    // The default retention (72 h) keeps everything.
+    expect(await bus().prune()).toBe(0);
+    expect(await idsOf(topic)).toHaveLength(15);
+
+    // With no retention, what every group read goes; what one group has not read stays.
+    expect(await keeper.prune()).toBe(10);
+    expect((await idsOf(topic)).map((r) => r.value)).toEqual(msgs("new", 1, 5).map((m) => m.value));
+    expect(await idsOf(unread)).toHaveLength(3);
+
+    // Once the slow group catches up, the rest can go too.
+    const again = await collect(bus(), topic, "g-prune-slow");
+    await waitFor(again.got, 5);
+    await eventually(async () => ((await position("g-prune-slow", topic)) ? true : undefined));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await keeper.prune()).toBe(5);
+    expect(await idsOf(topic)).toHaveLength(0);
+    expect(await idsOf(unread)).toHaveLength(3);
+  });
+});

@@ -1,0 +1,180 @@
+/** db.ts against the real Postgres: schema-scoped migrations and error helpers. */
+import pg from "pg";
+import { sql, type Kysely, type Migration } from "kysely";
+import { createDb, isUniqueViolation, migrateSchema } from "../../src/db";
+import { BUS_SCHEMA, migrateBus } from "../../src/bus";
+import { createTestDatabase, type TestDatabase } from "../../src/testing";
+
+let tdb: TestDatabase;
+let admin: pg.Client;
+const dbs: Kysely<any>[] = [];
+
+function open(schema: string, max = 2): Kysely<any> {
+  const db = createDb<any>({ url: tdb.url, schema, applicationName: "kit-db-test", max });
+  dbs.push(db);
+  return db;
+}
+
+async function tablesIn(schema: string): Promise<string[]> {
+  const { rows } = await admin.query<{ table_name: string }>(
+    "select table_name from information_schema.tables where table_schema = $1 order by table_name",
+    [schema],
+  );
+  return rows.map((r) => r.table_name);
+}
+
+const migrations: Record<string, Migration> = {
+  "0001_widget": {
+    async up(db) {
+      await db.schema
+        .createTable("widget")
+        .addColumn("id", "bigserial", (c) => c.primaryKey())
+        .addColumn("name", "text", (c) => c.notNull())
+        .addUniqueConstraint("widget_name_uq", ["name"])
+        .execute();
+    },
+  },
+  "0002_widget_log": {
+    async up(db) {
+      await db.schema.createTable("widget_log").addColumn("note", "text").execute();
+      // A migration that must run exactly once: it leaves one row per run.
+      await sql`insert into widget_log (note) values ('ran')`.execute(db);
+    },
+  },
+};
+
+beforeAll(async () => {
+  tdb = await createTestDatabase("kitdb");
+  admin = new pg.Client({ connectionString: tdb.url });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.all(dbs.map((d) => d.destroy()));
+  await admin?.end();
+  await tdb?.drop();
+});
+
+describe("migrateSchema", () => {
+  it("creates the schema, runs the migrations in it with the migration tables inside it, and is idempotent", async () => {
+    const db = open("svc_a");
+    expect(await migrateSchema(db, "svc_a", migrations)).toEqual(["0001_widget", "0002_widget_log"]);
+    expect(await tablesIn("svc_a")).toEqual([
+      "kysely_migration",
+      "kysely_migration_lock",
+      "widget",
+      "widget_log",
+    ]);
+    expect(await tablesIn("public")).toEqual([]);
+
+    expect(await migrateSchema(db, "svc_a", migrations)).toEqual([]);
+    const { rows } = await admin.query("select count(*)::int as n from svc_a.widget_log");
+    expect(rows[0].n).toBe(1);
+    const applied = await admin.query("select name from svc_a.kysely_migration order by name");
+    expect(applied.rows.map((r) => r.name)).toEqual(["0001_widget", "0002_widget_log"]);
+  });
+
+  it("runs only the new migrations when more are added", async () => {
+    const db = open("svc_b");
+    await migrateSchema(db, "svc_b", { "0001_widget": migrations["0001_widget"]! });
+    expect(await tablesIn("svc_b")).not.toContain("widget_log");
+    expect(await migrateSchema(db, "svc_b", migrations)).toEqual(["0002_widget_log"]);
+    expect(await tablesIn("svc_b")).toContain("widget_log");
+  });
+
+  it("keeps two services' schemas apart (same table names, own migration history)", async () => {
+    const a = open("svc_c1");
+    const b = open("svc_c2");
+    await migrateSchema(a, "svc_c1", migrations);
+    await migrateSchema(b, "svc_c2", { "0001_widget": migrations["0001_widget"]! });
+    await a.insertInto("widget").values({ name: "only-in-c1" }).execute();
+    expect(await b.selectFrom("widget").selectAll().execute()).toEqual([]);
+    expect(await tablesIn("svc_c2")).toEqual(["kysely_migration", "kysely_migration_lock", "widget"]);
+  });
+
+  it("survives several processes migrating the same fresh schema at once", async () => {
+    const runs = await Promise.allSettled(
+      [1, 2, 3, 4].map(() => migrateSchema(open("svc_race", 1), "svc_race", migrations)),
+    );
+    expect(runs.map((r) => (r.status === "rejected" ? String(r.reason) : "ok"))).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+    ]);
+    const applied = runs.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
+    expect(applied.sort()).toEqual(["0001_widget", "0002_widget_log"]);
+    const { rows } = await admin.query("select count(*)::int as n from svc_race.widget_log");
+    expect(rows[0].n).toBe(1);
+  });
+
+  it("throws when a migration fails, and applies nothing of it", async () => {
+    const db = open("svc_bad");
+    const bad: Record<string, Migration> = {
+      "0001_bad": {
+        async up(d) {
+          await d.schema.createTable("half").addColumn("id", "integer").execute();
+          await sql`select * from no_such_table`.execute(d);
+        },
+      },
+    };
+    await expect(migrateSchema(db, "svc_bad", bad)).rejects.toThrow(/no_such_table/);
+    expect(await tablesIn("svc_bad")).not.toContain("half");
+  });
+});
+
+describe("migrateBus", () => {
+  it("is idempotent, also when several services migrate it at once", async () => {
+    const runs = await Promise.allSettled([migrateBus(tdb.url), migrateBus(tdb.url), migrateBus(tdb.url)]);
+    expect(runs.map((r) => (r.status === "rejected" ? String(r.reason) : "ok"))).toEqual(["ok", "ok", "ok"]);
+    await migrateBus(tdb.url);
+    expect(await tablesIn(BUS_SCHEMA)).toEqual([
+      "consumer_offset",
+      "kysely_migration",
+      "kysely_migration_lock",
+      "message",
+    ]);
+    const { rows } = await admin.query("select count(*)::int as n from bus.kysely_migration");
+    expect(rows[0].n).toBe(1);
+  });
+});
+
+describe("createDb", () => {
+  it("resolves unqualified names in the service schema and reads int8 as numbers", async () => {
+    const db = open("svc_a");
+    await db.insertInto("widget").values({ name: "w1" }).execute();
+    const row = await db
+      .selectFrom("widget")
+      .select(["id", "name"])
+      .where("name", "=", "w1")
+      .executeTakeFirstOrThrow();
+    expect(typeof row.id).toBe("number");
+    const count = await sql<{ n: unknown }>`select count(*) as n from widget`.execute(db);
+    expect(typeof count.rows[0]!.n).toBe("number");
+  });
+});
+
+describe("isUniqueViolation with a real Postgres error", () => {
+  it("recognises a duplicate on the named constraint and nothing else", async () => {
+    const db = open("svc_a");
+    await db.insertInto("widget").values({ name: "dup" }).execute();
+    let err: unknown;
+    try {
+      await db.insertInto("widget").values({ name: "dup" }).execute();
+    } catch (e) {
+      err = e;
+    }
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(isUniqueViolation(err, "widget_name_uq")).toBe(true);
+    expect(isUniqueViolation(err, "widget_pkey")).toBe(false);
+
+    let notNull: unknown;
+    try {
+      await sql`insert into widget (name) values (null)`.execute(db);
+    } catch (e) {
+      notNull = e;
+    }
+    expect(notNull).toBeDefined();
+    expect(isUniqueViolation(notNull)).toBe(false);
+  });
+});

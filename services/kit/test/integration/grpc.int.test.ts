@@ -1,0 +1,372 @@
+/**
+ * The gRPC adapter and server helpers over a real loopback connection, using the
+ * generated PassportService with a tiny fake implementation.
+ */
+import net from "node:net";
+import * as grpc from "@grpc/grpc-js";
+import { create } from "@bufbuild/protobuf";
+import { healthV1, passportV1 } from "@dpp/proto";
+import { ApiError } from "../../src/errors";
+import {
+  addService,
+  createClient,
+  serviceDefinition,
+  type CallContext,
+  type ClientOf,
+  type ImplOf,
+} from "../../src/grpc";
+import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
+import { createLogger } from "../../src/logger";
+import type { RequestContext } from "../../src/context";
+import { eventually } from "../../src/testing";
+
+const log = createLogger("kit-grpc-test", "silent");
+const SERVICE = passportV1.PassportService.typeName;
+const { HealthCheckResponse_ServingStatus: Serving } = healthV1;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Handlers the tests swap in; the fake answers GetPassport through `onGet`. */
+let onGet: (
+  id: string,
+  call: CallContext,
+) => Promise<passportV1.GetPassportResponse | object> = async () => ({});
+
+const fake: ImplOf<typeof passportV1.PassportService> = {
+  listCategories: () => ({ categories: [{ id: "apparel", displayName: "Apparel", regulations: ["ESPR"] }] }),
+  getCategorySchema: () => {
+    throw new ApiError("resource_not_found");
+  },
+  createPassport: () => {
+    throw new ApiError("resource_not_found");
+  },
+  getPassport: (req, call) => onGet(req.id, call) as never,
+  listPassports: () => ({ passports: [], hasMore: false, nextCursor: "" }),
+};
+
+async function startFake(): Promise<GrpcServerHandle> {
+  return startGrpcServer("127.0.0.1:0", log, (server) => {
+    addService(server, passportV1.PassportService, fake, log);
+    return [SERVICE];
+  });
+}
+
+const HealthClient = grpc.makeGenericClientConstructor(serviceDefinition(healthV1.Health), "Health");
+type RawHealth = grpc.Client & {
+  check(
+    req: object,
+    md: grpc.Metadata,
+    opts: grpc.CallOptions,
+    cb: (e: grpc.ServiceError | null, r?: healthV1.HealthCheckResponse) => void,
+  ): void;
+  watch(req: object): grpc.ClientReadableStream<healthV1.HealthCheckResponse>;
+};
+const healthClient = (port: number) =>
+  new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as RawHealth;
+
+function check(client: RawHealth, service: string): Promise<{ status?: number; code?: grpc.status }> {
+  return new Promise((resolve) =>
+    client.check(
+      create(healthV1.HealthCheckRequestSchema, { service }),
+      new grpc.Metadata(),
+      { deadline: Date.now() + 3000 },
+      (e, r) => resolve(e ? { code: e.code } : { status: r!.status }),
+    ),
+  );
+}
+
+async function rejection(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApiError);
+    return err as ApiError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+/** A loopback port where nothing listens. */
+async function deadPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const context: RequestContext = {
+  requestId: "req_grpc_test",
+  organizationId: "org_acme",
+  livemode: false,
+  keyId: "key_123",
+  credentialKind: "secret",
+  plan: { planId: "plan_growth", subscriptionStatus: "active" },
+};
+
+describe("gRPC server and client", () => {
+  let handle: GrpcServerHandle;
+  let passport: ClientOf<typeof passportV1.PassportService>;
+
+  beforeAll(async () => {
+    handle = await startFake();
+    passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, { target: "passport" });
+  });
+
+  afterAll(async () => {
+    passport.close();
+    handle.server.forceShutdown();
+  });
+
+  afterEach(() => {
+    onGet = async () => ({});
+  });
+
+  it("answers a unary call with the handler's message", async () => {
+    onGet = async (id) => ({
+      passport: {
+        id,
+        organizationId: "org_acme",
+        category: "apparel",
+        status: "draft",
+        version: 3,
+        dataJson: "{}",
+      },
+    });
+    const res = await passport.getPassport({ id: "pp_1" }, { context });
+    expect(res.passport?.id).toBe("pp_1");
+    expect(res.passport?.version).toBe(3);
+    expect(res.passport?.gtin).toBeUndefined();
+    const cats = await passport.listCategories({}, { context });
+    expect(cats.categories.map((c) => [c.id, c.displayName, c.regulations])).toEqual([
+      ["apparel", "Apparel", ["ESPR"]],
+    ]);
+  });
+
+  it("delivers the request context and a deadline to the handler", async () => {
+    let seen: CallContext | undefined;
+    let cancelledInHandler: boolean | undefined;
+    onGet = async (_id, call) => {
+      seen = call;
+      cancelledInHandler = call.cancelled();
+      return {};
+    };
+    const before = Date.now();
+    await passport.getPassport({ id: "pp_ctx" }, { context, deadlineMs: 2000 });
+    expect(seen?.ctx).toEqual(context);
+    expect(cancelledInHandler).toBe(false);
+    const deadline = seen!.deadline instanceof Date ? seen!.deadline.getTime() : Number(seen!.deadline);
+    expect(deadline).toBeGreaterThan(before + 1000);
+    expect(deadline).toBeLessThanOrEqual(Date.now() + 2000 + 50);
+  });
+
+  it("delivers a public context (no tenant) as just a request id", async () => {
+    let seen: RequestContext | undefined;
+    onGet = async (_id, call) => {
+      seen = call.ctx;
+      return {};
+    };
+    await passport.getPassport({ id: "x" }, { context: { requestId: "req_public" } });
+    expect(seen).toEqual({ requestId: "req_public" });
+  });
+
+  it("gives the client the ApiError the handler threw: code, message, details, headers", async () => {
+    onGet = async () => {
+      throw new ApiError(
+        "rate_limited",
+        "Slow down, please.",
+        { limit: 60, window: "1m", nested: { a: [1, null] } },
+        { "Retry-After": "17" },
+      );
+    };
+    const err = await rejection(passport.getPassport({ id: "pp_x" }, { context }));
+    expect(err.code).toBe("rate_limited");
+    expect(err.status).toBe(429);
+    expect(err.message).toBe("Slow down, please.");
+    expect(err.details).toEqual({ limit: 60, window: "1m", nested: { a: [1, null] } });
+    expect(err.headers).toEqual({ "Retry-After": "17" });
+  });
+
+  it("passes a synchronous throw and validation issues through as well", async () => {
+    const issues = [{ source: { pointer: "/data/weight" }, rule: "type" }];
+    const err1 = await rejection(passport.createPassport({ bodyJson: "{}" }, { context }));
+    expect(err1.code).toBe("resource_not_found");
+    onGet = async () => {
+      throw new ApiError("validation_failed", undefined, { issues });
+    };
+    const err2 = await rejection(passport.getPassport({ id: "pp_v" }, { context }));
+    expect(err2.code).toBe("validation_failed");
+    expect(err2.details).toEqual({ issues });
+    expect(err2.headers).toEqual({});
+  });
+
+  it("turns a plain Error into internal_error without leaking its message", async () => {
+    onGet = async () => {
+      throw new Error("connection to db-primary.internal failed: password authentication for user svc");
+    };
+    const err = await rejection(passport.getPassport({ id: "pp_boom" }, { context }));
+    expect(err.code).toBe("internal_error");
+    expect(err.status).toBe(500);
+    const visible = JSON.stringify({ m: err.message, d: err.details, h: err.headers });
+    expect(visible).not.toContain("db-primary");
+    expect(visible).not.toContain("password");
+  });
+
+  it("fails fast with upstream_unavailable where nothing listens", async () => {
+    const port = await deadPort();
+    const nowhere = createClient(passportV1.PassportService, `127.0.0.1:${port}`, { target: "passport" });
+    try {
+      const started = Date.now();
+      const err = await rejection(nowhere.getPassport({ id: "pp_1" }, { context, deadlineMs: 10_000 }));
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(err.code).toBe("internal_error");
+      expect(err.details).toEqual({ reason: "upstream_unavailable", service: "passport" });
+      expect(err.headers["Retry-After"]).toBeDefined();
+    } finally {
+      nowhere.close();
+    }
+  });
+
+  it("gives upstream_timeout within about the deadline when the handler is slower, and the handler sees cancellation", async () => {
+    let cancelledSeen = false;
+    let finished = false;
+    onGet = async (_id, call) => {
+      const until = Date.now() + 3000;
+      while (Date.now() < until && !call.cancelled()) await sleep(10);
+      cancelledSeen = call.cancelled();
+      finished = true;
+      return {};
+    };
+    const started = Date.now();
+    const err = await rejection(passport.getPassport({ id: "pp_slow" }, { context, deadlineMs: 300 }));
+    const took = Date.now() - started;
+    expect(err.code).toBe("internal_error");
+    expect(err.details).toEqual({ reason: "upstream_timeout", service: "passport" });
+    expect(took).toBeGreaterThanOrEqual(250);
+    expect(took).toBeLessThan(1500);
+    await eventually(async () => (finished ? true : undefined), 4000);
+    expect(cancelledSeen).toBe(true);
+  });
+
+  it("uses the client's default deadline when the call names none", async () => {
+    const quick = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
+      target: "passport",
+      deadlineMs: 200,
+    });
+    onGet = async () => {
+      await sleep(800);
+      return {};
+    };
+    try {
+      const started = Date.now();
+      const err = await rejection(quick.getPassport({ id: "pp_d" }, { context }));
+      expect(err.details.reason).toBe("upstream_timeout");
+      expect(Date.now() - started).toBeLessThan(700);
+    } finally {
+      quick.close();
+    }
+  });
+
+  describe("grpc.health.v1", () => {
+    let health: RawHealth;
+    beforeAll(() => {
+      health = healthClient(handle.port);
+    });
+    afterAll(() => health.close());
+
+    it("answers SERVING for the server and the registered service", async () => {
+      expect(await check(health, "")).toEqual({ status: Serving.SERVING });
+      expect(await check(health, SERVICE)).toEqual({ status: Serving.SERVING });
+    });
+
+    it("answers NOT_FOUND for an unknown service", async () => {
+      expect(await check(health, "dpp.nothing.v1.NoService")).toEqual({ code: grpc.status.NOT_FOUND });
+    });
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("reports NOT_SERVING, refuses new calls, and lets an in-flight call finish", async () => {
+    const handle = await startFake();
+    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
+      target: "passport",
+    });
+    const health = healthClient(handle.port);
+    try {
+      // A watcher sees the status changes as they happen.
+      const statuses: number[] = [];
+      let watchEnded = false;
+      const watch = health.watch(create(healthV1.HealthCheckRequestSchema, { service: SERVICE }));
+      watch.on("data", (r: healthV1.HealthCheckResponse) => statuses.push(r.status));
+      watch.on("error", () => (watchEnded = true));
+      watch.on("end", () => (watchEnded = true));
+      await eventually(async () => (statuses.length > 0 ? true : undefined), 3000);
+      expect(statuses).toEqual([Serving.SERVING]);
+
+      let entered = false;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      onGet = async (id) => {
+        entered = true;
+        await gate;
+        return { passport: { id, status: "draft" } };
+      };
+      const inFlight = passport.getPassport({ id: "pp_inflight" }, { context, deadlineMs: 10_000 });
+      await eventually(async () => (entered ? true : undefined), 3000);
+
+      let shutDown = false;
+      const stopping = handle.shutdown(10_000).then(() => (shutDown = true));
+
+      await eventually(async () => (watchEnded ? true : undefined), 3000);
+      expect(statuses).toEqual([Serving.SERVING, Serving.NOT_SERVING]);
+
+      // The server does not finish while the call is still running.
+      await sleep(200);
+      expect(shutDown).toBe(false);
+
+      release();
+      const res = await inFlight;
+      expect(res.passport?.id).toBe("pp_inflight");
+      await stopping;
+      expect(shutDown).toBe(true);
+
+      // Once stopped, new calls fail as unavailable.
+      const err = await rejection(passport.getPassport({ id: "pp_after" }, { context, deadlineMs: 3000 }));
+      expect(err.details.reason).toBe("upstream_unavailable");
+    } finally {
+      onGet = async () => ({});
+      passport.close();
+      health.close();
+      handle.server.forceShutdown();
+    }
+  });
+
+  it("forces the shutdown once the grace period is over", async () => {
+    const handle = await startFake();
+    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
+      target: "passport",
+    });
+    let entered = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    onGet = async () => {
+      entered = true;
+      await gate;
+      return {};
+    };
+    try {
+      const stuck = passport.getPassport({ id: "pp_stuck" }, { context, deadlineMs: 10_000 }).catch((e) => e);
+      await eventually(async () => (entered ? true : undefined), 3000);
+      const started = Date.now();
+      await handle.shutdown(300);
+      expect(Date.now() - started).toBeLessThan(2000);
+      const outcome = await stuck;
+      expect(outcome).toBeInstanceOf(ApiError);
+    } finally {
+      release();
+      onGet = async () => ({});
+      passport.close();
+    }
+  });
+});

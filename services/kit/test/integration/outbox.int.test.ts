@@ -1,0 +1,263 @@
+/** The outbox and its relay, against the real Postgres and the Postgres-table bus. */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import type { Kysely } from "kysely";
+import { PgBus, migrateBus, type Bus, type BusMessage, type SubscribeOptions } from "../../src/bus";
+import { createDb, migrateSchema } from "../../src/db";
+import { DOMAIN_EVENTS_TOPIC, type DomainEvent } from "../../src/events";
+import { newId } from "../../src/ids";
+import { createLogger } from "../../src/logger";
+import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
+import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
+
+const log = createLogger("kit-outbox-test", "silent");
+let tdb: TestDatabase;
+let admin: pg.Client;
+let realBus: PgBus;
+const delivered: BusMessage[] = [];
+const dbs: Kysely<WithOutbox>[] = [];
+const relays: OutboxRelay[] = [];
+
+/** Wraps the real PgBus and makes its first `failures` publishes throw. */
+class FlakyBus implements Bus {
+  publishes = 0;
+  constructor(
+    private readonly inner: Bus,
+    private failures: number,
+  ) {}
+  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+    this.publishes++;
+    if (this.failures > 0) {
+      this.failures--;
+      throw new Error("bus unavailable");
+    }
+    await this.inner.publish(topic, messages);
+  }
+  subscribe(options: SubscribeOptions) {
+    return this.inner.subscribe(options);
+  }
+  async close(): Promise<void> {}
+}
+
+function event(org = "org_outbox", type = "passport.created"): DomainEvent {
+  return {
+    id: newId("evt"),
+    type,
+    organization_id: org,
+    livemode: false,
+    created_at: new Date().toISOString(),
+    related: { object: "passport", id: newId("pp"), note: null, tags: ["a", "b"] },
+  };
+}
+
+/** A fresh service schema holding an outbox table, as a service's first migration creates it. */
+async function scratch(label: string): Promise<{ db: Kysely<WithOutbox>; schema: string }> {
+  const schema = `ob_${label}_${randomBytes(3).toString("hex")}`;
+  const db = createDb<WithOutbox>({ url: tdb.url, schema, applicationName: "kit-outbox-test", max: 3 });
+  dbs.push(db);
+  await migrateSchema(db, schema, { "0001_outbox": { up: (d) => createOutboxTable(d) } });
+  return { db, schema };
+}
+
+function relay(db: Kysely<WithOutbox>, schema: string, bus: Bus = realBus, extra = {}): OutboxRelay {
+  const r = new OutboxRelay(db, bus, log, { schema, ...extra });
+  relays.push(r);
+  return r;
+}
+
+async function writeCommitted(db: Kysely<WithOutbox>, ...events: DomainEvent[]): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (const e of events) await writeOutbox(trx, e);
+  });
+}
+
+/** Event ids as they sit on the bus, in bus (id) order: what any consumer will see. */
+async function onBus(ids: string[]): Promise<string[]> {
+  const { rows } = await admin.query<{ value: string }>(
+    "select value from bus.message where topic = $1 order by id",
+    [DOMAIN_EVENTS_TOPIC],
+  );
+  const wanted = new Set(ids);
+  return rows.map((r) => (JSON.parse(r.value) as DomainEvent).id).filter((id) => wanted.has(id));
+}
+
+async function outboxRows(schema: string): Promise<{ id: number; event_id: string; sent: boolean }[]> {
+  const { rows } = await admin.query<{ id: string; event_id: string; sent: boolean }>(
+    `select id, event_id, sent_at is not null as sent from ${schema}.outbox order by id`,
+  );
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+const deliveredIds = (ids: string[]) =>
+  delivered.map((m) => (JSON.parse(m.value) as DomainEvent).id).filter((id) => ids.includes(id));
+
+beforeAll(async () => {
+  tdb = await createTestDatabase("kitoutbox");
+  await migrateBus(tdb.url);
+  admin = new pg.Client({ connectionString: tdb.url });
+  await admin.connect();
+  realBus = new PgBus({ url: tdb.url, log, pollIntervalMs: 50 });
+  await realBus.subscribe({
+    group: "outbox-test",
+    topic: DOMAIN_EVENTS_TOPIC,
+    handler: async (batch) => void delivered.push(...batch),
+  });
+});
+
+afterAll(async () => {
+  await Promise.all(relays.map((r) => r.stop()));
+  await realBus?.close();
+  await Promise.all(dbs.map((d) => d.destroy()));
+  await admin?.end();
+  await tdb?.drop();
+});
+
+describe("outbox", () => {
+  it("writes nothing when the transaction rolls back", async () => {
+    const { db, schema } = await scratch("rollback");
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await writeOutbox(trx, event());
+        throw new Error("state change failed");
+      }),
+    ).rejects.toThrow("state change failed");
+    expect(await outboxRows(schema)).toEqual([]);
+    expect(await relay(db, schema).drain()).toBe(0);
+  });
+
+  it("relays committed rows to the bus (key = organization, value = the event) and marks them sent", async () => {
+    const { db, schema } = await scratch("relay");
+    const a = event("org_a");
+    const b = event("org_b", "passport.updated");
+    await writeCommitted(db, a, b);
+    expect((await outboxRows(schema)).map((r) => r.sent)).toEqual([false, false]);
+
+    const r = relay(db, schema);
+    expect(await r.drain()).toBe(2);
+    expect((await outboxRows(schema)).map((row) => row.sent)).toEqual([true, true]);
+    expect(await r.drain()).toBe(0);
+
+    await eventually(async () => (deliveredIds([a.id, b.id]).length === 2 ? true : undefined));
+    const got = delivered.filter((m) => [a.id, b.id].includes((JSON.parse(m.value) as DomainEvent).id));
+    expect(got.map((m) => [m.key, JSON.parse(m.value)])).toEqual([
+      ["org_a", a],
+      ["org_b", b],
+    ]);
+    expect(await onBus([a.id, b.id])).toEqual([a.id, b.id]);
+  });
+
+  it("leaves rows unsent while the bus fails, and sends them once on a later pass", async () => {
+    const { db, schema } = await scratch("flaky");
+    const events = [event(), event(), event()];
+    const ids = events.map((e) => e.id);
+    await writeCommitted(db, ...events);
+    const flaky = new FlakyBus(realBus, 2);
+    const r = relay(db, schema, flaky);
+
+    await expect(r.drain()).rejects.toThrow("bus unavailable");
+    await expect(r.drain()).rejects.toThrow("bus unavailable");
+    expect((await outboxRows(schema)).every((row) => !row.sent)).toBe(true);
+    expect(await onBus(ids)).toEqual([]);
+
+    expect(await r.drain()).toBe(3);
+    expect((await outboxRows(schema)).every((row) => row.sent)).toBe(true);
+    expect(await onBus(ids)).toEqual(ids);
+    expect(flaky.publishes).toBe(3);
+    await eventually(async () => (deliveredIds(ids).length >= 3 ? true : undefined));
+    expect(deliveredIds(ids)).toEqual(ids);
+  });
+
+  it("retries by itself once started, until the bus accepts", async () => {
+    const { db, schema } = await scratch("auto");
+    const events = [event(), event()];
+    const ids = events.map((e) => e.id);
+    const flaky = new FlakyBus(realBus, 3);
+    const r = relay(db, schema, flaky, { intervalMs: 30 });
+    r.start();
+    await writeCommitted(db, ...events);
+    r.wake();
+    await eventually(async () => ((await outboxRows(schema)).every((row) => row.sent) ? true : undefined));
+    await r.stop();
+    expect(flaky.publishes).toBeGreaterThanOrEqual(4);
+    expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("relays rows in outbox id order", async () => {
+    const { db, schema } = await scratch("order");
+    const events = Array.from({ length: 8 }, () => event());
+    for (const e of events.slice(0, 5)) await writeCommitted(db, e);
+    await writeCommitted(db, ...events.slice(5));
+    const order = (await outboxRows(schema)).map((row) => row.event_id);
+    expect(order).toEqual(events.map((e) => e.id));
+
+    expect(await relay(db, schema, realBus, { batchSize: 3 }).drain()).toBe(8);
+    expect(await onBus(order)).toEqual(order);
+    await eventually(async () => (deliveredIds(order).length >= 8 ? true : undefined));
+    expect(deliveredIds(order)).toEqual(order);
+  });
+
+  it("does not skip a row that commits after a row with a higher id was sent", async () => {
+    const { db, schema } = await scratch("late");
+    const early = event();
+    const late = event();
+    const open = await db.startTransaction().execute();
+    try {
+      await writeOutbox(open, early); // draws the lower id, commits last
+      await writeCommitted(db, late);
+      const r = relay(db, schema);
+      expect(await r.drain()).toBe(1);
+      expect(await onBus([early.id, late.id])).toEqual([late.id]);
+      await open.commit().execute();
+      expect(await r.drain()).toBe(1);
+    } catch (err) {
+      await open.rollback().execute();
+      throw err;
+    }
+    const rows = await outboxRows(schema);
+    expect(rows.map((row) => row.event_id)).toEqual([early.id, late.id]);
+    expect(rows.every((row) => row.sent)).toBe(true);
+    expect(await onBus([early.id, late.id])).toEqual([late.id, early.id]);
+  });
+
+  it("never sends a row twice when two relays drain the same schema at once", async () => {
+    const { db, schema } = await scratch("pair");
+    // Two replicas: each its own pool.
+    const otherDb = createDb<WithOutbox>({
+      url: tdb.url,
+      schema,
+      applicationName: "kit-outbox-test-2",
+      max: 3,
+    });
+    dbs.push(otherDb);
+    const r1 = relay(db, schema, realBus, { batchSize: 7 });
+    const r2 = relay(otherDb, schema, realBus, { batchSize: 7 });
+    const all: string[] = [];
+    for (let round = 0; round < 5; round++) {
+      const events = Array.from({ length: 30 }, () => event());
+      all.push(...events.map((e) => e.id));
+      await writeCommitted(db, ...events);
+      const [n1, n2] = await Promise.all([r1.drain(), r2.drain()]);
+      expect(n1 + n2).toBe(30);
+    }
+    expect((await outboxRows(schema)).every((row) => row.sent)).toBe(true);
+    const sent = await onBus(all);
+    expect(sent).toHaveLength(all.length);
+    expect(new Set(sent).size).toBe(all.length);
+    await eventually(async () => (deliveredIds(all).length >= all.length ? true : undefined));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(deliveredIds(all)).toHaveLength(all.length);
+  });
+
+  it("deletes sent rows older than the retention, and keeps them within it", async () => {
+    const { db, schema } = await scratch("prune");
+    await writeCommitted(db, event(), event());
+    expect(await relay(db, schema).drain()).toBe(2);
+    // A relay with the default retention (7 days) keeps them.
+    expect(await relay(db, schema).drain()).toBe(0);
+    expect(await outboxRows(schema)).toHaveLength(2);
+    // A relay with no retention prunes them on its first pass.
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await relay(db, schema, realBus, { retentionHours: 0 }).drain()).toBe(0);
+    expect(await outboxRows(schema)).toEqual([]);
+  });
+});
