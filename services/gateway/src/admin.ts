@@ -2,12 +2,9 @@
  * Administration of organizations, keys, managing links, grants and plans.
  * Used by the admin CLI and the stack runner; never exposed over HTTP.
  */
-import { ApiError, newId } from "@dpp/kit";
+import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord } from "./store/identity.repository";
 import { generateKeyText, isScope, parseKeyText, SCOPES } from "./auth/keys";
-
-export const PLANS = ["trial", "starter", "pro", "scale"] as const;
-export const SUBSCRIPTION_STATUSES = ["trialing", "active", "past_due", "canceled"] as const;
 
 export interface CreatedKey {
   /** Shown once; never stored. */
@@ -150,8 +147,8 @@ export class Admin {
   }
 
   private checkPlan(planId: string, status: string) {
-    if (!(PLANS as readonly string[]).includes(planId))
-      throw new ApiError("validation_failed", `Unknown plan ${planId}.`, { allowed: [...PLANS] });
+    if (!(PLAN_IDS as readonly string[]).includes(planId))
+      throw new ApiError("validation_failed", `Unknown plan ${planId}.`, { allowed: [...PLAN_IDS] });
     if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(status))
       throw new ApiError("validation_failed", `Unknown subscription status ${status}.`, {
         allowed: [...SUBSCRIPTION_STATUSES],

@@ -3,10 +3,13 @@ import { ApiError } from "./errors";
 
 export type CredentialKind = "secret" | "connector";
 
-/** The organization's plan entitlements, resolved once by the gateway. */
+/** The organization's plan entitlements, resolved once by the gateway (see plans.ts). */
 export interface PlanContext {
   planId: string;
   subscriptionStatus: string;
+  publishLimit?: number;
+  unitLimit?: number;
+  documentLimit?: number;
 }
 
 /**
@@ -37,6 +40,9 @@ const H = {
   credentialKind: "x-dpp-credential-kind",
   planId: "x-dpp-plan-id",
   subscriptionStatus: "x-dpp-subscription-status",
+  publishLimit: "x-dpp-publish-limit",
+  unitLimit: "x-dpp-unit-limit",
+  documentLimit: "x-dpp-document-limit",
 } as const;
 
 export function contextToMetadata(ctx: RequestContext, md = new Metadata()): Metadata {
@@ -48,6 +54,9 @@ export function contextToMetadata(ctx: RequestContext, md = new Metadata()): Met
   if (ctx.plan) {
     md.set(H.planId, ctx.plan.planId);
     md.set(H.subscriptionStatus, ctx.plan.subscriptionStatus);
+    if (ctx.plan.publishLimit !== undefined) md.set(H.publishLimit, String(ctx.plan.publishLimit));
+    if (ctx.plan.unitLimit !== undefined) md.set(H.unitLimit, String(ctx.plan.unitLimit));
+    if (ctx.plan.documentLimit !== undefined) md.set(H.documentLimit, String(ctx.plan.documentLimit));
   }
   return md;
 }
@@ -68,7 +77,19 @@ export function contextFromMetadata(md: Metadata): RequestContext {
   const kind = one(md, H.credentialKind);
   if (kind === "secret" || kind === "connector") ctx.credentialKind = kind;
   const planId = one(md, H.planId);
-  if (planId) ctx.plan = { planId, subscriptionStatus: one(md, H.subscriptionStatus) ?? "none" };
+  if (planId) {
+    ctx.plan = { planId, subscriptionStatus: one(md, H.subscriptionStatus) ?? "none" };
+    const limit = (key: string) => {
+      const v = one(md, key);
+      return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+    };
+    const publishLimit = limit(H.publishLimit);
+    const unitLimit = limit(H.unitLimit);
+    const documentLimit = limit(H.documentLimit);
+    if (publishLimit !== undefined) ctx.plan.publishLimit = publishLimit;
+    if (unitLimit !== undefined) ctx.plan.unitLimit = unitLimit;
+    if (documentLimit !== undefined) ctx.plan.documentLimit = documentLimit;
+  }
   return ctx;
 }
 

@@ -12,3 +12,4 @@ export * from "./bus";
 export * from "./bus-factory";
 export * from "./outbox";
 export * from "./main";
+export * from "./plans";

@@ -1,4 +1,4 @@
-import { ApiError, type PlanContext } from "@dpp/kit";
+import { ApiError, planLimits, type PlanContext } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord, OrganizationRecord } from "../store/identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
 
@@ -116,7 +116,7 @@ export class Authenticator {
       organization,
       scopes,
       viaGrant,
-      plan: { planId: organization.plan_id, subscriptionStatus: organization.subscription_status },
+      plan: planContext(organization.plan_id, organization.subscription_status),
     };
   }
 
@@ -131,4 +131,16 @@ export class Authenticator {
         },
       );
   }
+}
+
+/** The entitlements of a plan, as carried in the request context. */
+export function planContext(planId: string, subscriptionStatus: string): PlanContext {
+  const limits = planLimits(planId);
+  return {
+    planId,
+    subscriptionStatus,
+    publishLimit: limits.publishLimit,
+    unitLimit: limits.unitLimit,
+    documentLimit: limits.documentLimit,
+  };
 }
