@@ -13,3 +13,4 @@ export * from "./bus-factory";
 export * from "./outbox";
 export * from "./main";
 export * from "./plans";
+export * from "./event-catalogue";

@@ -1,8 +1,15 @@
 import { sql, type Kysely, type Selectable } from "kysely";
-import { ApiError, isUniqueViolation, newId, writeOutbox, type TenantContext } from "@dpp/kit";
+import {
+  ApiError,
+  domainEvent,
+  isUniqueViolation,
+  newId,
+  passportRelated,
+  writeOutbox,
+  type TenantContext,
+} from "@dpp/kit";
 import type { PassportDB, PassportTable } from "./schema";
 import type { NewPassport } from "../domain/create-passport";
-import { passportRelated } from "../domain/passport-events";
 
 export type PassportRow = Selectable<PassportTable>;
 
@@ -39,14 +46,10 @@ export class PassportRepository {
           .returningAll()
           .executeTakeFirstOrThrow();
         if (p.gtin) await this.claimGtin(trx, t, p.gtin, id, "lead", id);
-        await writeOutbox(trx, {
-          id: newId("evt"),
-          type: "passport.created",
-          organization_id: t.organizationId,
-          livemode: t.livemode,
-          created_at: row.created_at.toISOString(),
-          related: passportRelated(row, null),
-        });
+        await writeOutbox(
+          trx,
+          domainEvent("passport.created", t, passportRelated(row, null), row.created_at),
+        );
         return row;
       });
     } catch (err) {
