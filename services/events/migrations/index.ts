@@ -1,7 +1,9 @@
 import type { Migration } from "kysely";
 import { init } from "./0001_init";
+import { retention } from "./0002_retention";
 
 /** Every migration of the `events` schema, in order (a static map: bundles need no file system). */
 export const eventsMigrations: Record<string, Migration> = {
   "0001_init": init,
+  "0002_retention": retention,
 };

@@ -23,6 +23,7 @@ import { loadEventsConfig, type EventsConfig } from "./config";
 import { subscribeFeed } from "./consumer/feed.consumer";
 import { createEventsRpc } from "./rpc/events.rpc";
 import { EventsRepository } from "./store/events.repository";
+import { FeedRetention } from "./store/feed-retention";
 import { EVENTS_SCHEMA, type EventsDB } from "./store/schema";
 
 export interface EventsServiceHandle {
@@ -59,8 +60,12 @@ export async function startEventsService(config: EventsConfig, log: Logger): Pro
     max: config.DB_POOL_MAX,
     log,
   });
-  const bus = createBus(config, log);
+  const bus = createBus(config, log, { serviceName: "events" });
   const repo = new EventsRepository(db);
+  const retention = new FeedRetention(db, repo, log.child({ component: "feed-retention" }), {
+    days: config.FEED_RETENTION_DAYS,
+    intervalMs: config.FEED_RETENTION_INTERVAL_MS,
+  });
   let subscription: Awaited<ReturnType<typeof subscribeFeed>> | undefined;
   try {
     subscription = await subscribeFeed(bus, repo, log);
@@ -68,6 +73,7 @@ export async function startEventsService(config: EventsConfig, log: Logger): Pro
       addService(server, eventsV1.EventsService, createEventsRpc(repo), log);
       return [eventsV1.EventsService.typeName];
     });
+    retention.start();
     let stopping: Promise<void> | undefined;
     const sub = subscription;
     return {
@@ -75,6 +81,7 @@ export async function startEventsService(config: EventsConfig, log: Logger): Pro
       stop: () =>
         (stopping ??= (async () => {
           await sub.stop();
+          await retention.stop();
           await grpc.shutdown(config.SHUTDOWN_GRACE_MS);
           await bus.close();
           await db.destroy();

@@ -1,13 +1,40 @@
 import { PgBus, type Bus } from "./bus";
+import type { KafkaBusOptions } from "./kafka-bus";
+import type { KafkaEnv } from "./kafka-config";
 import type { Logger } from "./logger";
 
-export interface BusConfig {
+export interface BusConfig extends Partial<KafkaEnv> {
   /** Database holding the bus schema (the Postgres-table transport). */
   BUS_DATABASE_URL?: string;
   DATABASE_URL: string;
 }
 
-/** Chooses the bus adapter from configuration. */
-export function createBus(config: BusConfig, log: Logger): Bus {
+/**
+ * Chooses the bus adapter from configuration: Kafka when KAFKA_BROKERS is set
+ * (the config must come from a schema that includes `kafkaEnv`), else the
+ * Postgres-table transport in schema `bus` (the one-machine default).
+ */
+export function createBus(
+  config: BusConfig,
+  log: Logger,
+  o: { serviceName?: string; createKafkaClient?: KafkaBusOptions["createClient"] } = {},
+): Bus {
+  if (config.KAFKA_BROKERS && config.KAFKA_BROKERS.length > 0) {
+    // Loaded only when chosen, so processes on the Postgres transport never load kafkajs.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { KafkaBus, kafkaBusOptions } = require("./kafka-bus") as typeof import("./kafka-bus");
+    const options = kafkaBusOptions(
+      {
+        KAFKA_TOPIC_PARTITIONS: 6,
+        KAFKA_SSL: false,
+        ...config,
+        KAFKA_BROKERS: config.KAFKA_BROKERS,
+      } as KafkaEnv,
+      log,
+      o.serviceName,
+    );
+    log.info({ brokers: options.brokers, clientId: options.clientId }, "bus: kafka");
+    return new KafkaBus({ ...options, createClient: o.createKafkaClient });
+  }
   return new PgBus({ url: config.BUS_DATABASE_URL ?? config.DATABASE_URL, log });
 }

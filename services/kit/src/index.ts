@@ -10,6 +10,8 @@ export * from "./pagination";
 export * from "./events";
 export * from "./bus";
 export * from "./bus-factory";
+export * from "./kafka-config";
+export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
 export * from "./outbox";
 export * from "./main";
 export * from "./plans";

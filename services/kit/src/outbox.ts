@@ -6,6 +6,17 @@
  * The relay never reads "ids greater than the last one sent": ids are drawn
  * before commit and transactions commit out of order, so such a cursor would
  * skip late commits. It reads every row still unsent, oldest id first.
+ *
+ * Per-organization commit order: writeOutbox takes a transaction-scoped
+ * advisory lock on (schema, organization) before it draws the row's id, and
+ * holds it to commit. So one organization's outbox ids are in the order its
+ * transactions committed, and when the relay sees a row of an organization, it
+ * also sees every earlier row of that organization. Cost: one organization's
+ * event-writing transactions are serialised from their writeOutbox call to
+ * their commit (write the outbox last in the transaction to keep that short);
+ * different organizations never wait on each other (a hash collision only adds
+ * waiting). A transaction that writes events of two organizations takes both
+ * locks; Postgres breaks a resulting deadlock by aborting one transaction.
  */
 import { sql, type Kysely, type Generated, type Transaction } from "kysely";
 import { lockKey } from "./db";
@@ -44,12 +55,21 @@ export async function createOutboxTable(db: Kysely<any>): Promise<void> {
   await sql`create index outbox_unsent_idx on outbox (id) where sent_at is null`.execute(db);
 }
 
-/** Records an event in the caller's transaction. */
+/** The advisory lock key that orders one organization's outbox rows in one schema. */
+export function outboxOrgLock(organizationId: string) {
+  return sql<number>`hashtextextended('outbox:' || current_schema() || ':' || ${organizationId}, 0)`;
+}
+
+/**
+ * Records an event in the caller's transaction, after taking the
+ * organization's outbox lock (held to commit: see the header).
+ */
 export async function writeOutbox<DB extends WithOutbox>(
   trx: Transaction<DB>,
   event: DomainEvent,
 ): Promise<void> {
   const t = trx as unknown as Transaction<WithOutbox>;
+  await sql`select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})`.execute(t);
   await t
     .insertInto("outbox")
     .values({
@@ -68,9 +88,21 @@ export interface OutboxRelayOptions {
   schema: string;
   intervalMs?: number;
   batchSize?: number;
-  /** Sent rows are deleted after this many hours. */
+  /** Sent rows are deleted after this many hours (default 168 = 7 days). */
   retentionHours?: number;
+  /** Backoff after a failed pass: first delay (default intervalMs) and cap (default 30 s). */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
 }
+
+/** Delay before the next pass after `failures` consecutive failed passes: doubling, capped. */
+export function relayBackoffMs(failures: number, minMs: number, maxMs: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(maxMs, minMs * 2 ** Math.min(failures - 1, 30));
+}
+
+/** Sent rows stay this long, for inspection and replay by hand, then are deleted. */
+export const OUTBOX_RETENTION_HOURS = 168;
 
 export class OutboxRelay {
   private timer?: NodeJS.Timeout;
@@ -79,6 +111,7 @@ export class OutboxRelay {
   private stopped = false;
   private lastPrune = 0;
   private failures = 0;
+  private retryAt = 0;
 
   constructor(
     private readonly db: Kysely<any>,
@@ -92,21 +125,40 @@ export class OutboxRelay {
     this.wake();
   }
 
-  /** Asks for a pass now (called after a transaction that wrote events commits). */
+  /** Consecutive failed passes (0 when the last pass succeeded). */
+  get consecutiveFailures(): number {
+    return this.failures;
+  }
+
+  /**
+   * Asks for a pass now (called after a transaction that wrote events commits).
+   * While backing off after failures, wakes are ignored until the delay passed;
+   * writes keep committing and their rows wait in the outbox.
+   */
   wake(): void {
     if (this.stopped) return;
+    if (Date.now() < this.retryAt) return;
     if (this.running) {
       this.again = true;
       return;
     }
     this.running = this.drain()
       .then(() => {
+        if (this.failures > 0) this.log.info({ failures: this.failures }, "outbox relay recovered");
         this.failures = 0;
+        this.retryAt = 0;
       })
       .catch((err: unknown) => {
         this.failures++;
+        const delay = relayBackoffMs(
+          this.failures,
+          this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
+          this.o.backoffMaxMs ?? 30_000,
+        );
+        this.retryAt = Date.now() + delay;
+        this.again = false;
         this.log.error(
-          { err, failures: this.failures },
+          { err, failures: this.failures, retryInMs: delay },
           "outbox relay pass failed; rows stay unsent and are retried",
         );
       })
@@ -131,46 +183,56 @@ export class OutboxRelay {
     return total;
   }
 
+  /**
+   * One batch: under a session-level advisory lock per schema (one relay pass
+   * at a time across replicas; a crashed relay's lock goes with its
+   * connection), read the oldest unsent rows, publish them in id order, and
+   * only after the bus acknowledged mark them sent. No transaction is held
+   * open while publishing. A crash between publish and mark re-sends the rows:
+   * the events service drops them as duplicates by event id.
+   */
   private async relayOnce(): Promise<number> {
     const batch = this.o.batchSize ?? 200;
-    return this.db.transaction().execute(async (trx) => {
-      // One relay pass per schema at a time, so replicas never interleave a batch.
-      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(${lockKey(
-        `outbox:${this.o.schema}`,
-      )}) as ok`.execute(trx);
+    return this.db.connection().execute(async (conn) => {
+      const key = lockKey(`outbox:${this.o.schema}`);
+      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${key}) as ok`.execute(conn);
       if (!rows[0]?.ok) return 0;
-      const pending = await trx
-        .selectFrom("outbox")
-        .select(["id", "organization_id", "payload"])
-        .where("sent_at", "is", null)
-        .orderBy("id")
-        .limit(batch)
-        .execute();
-      if (pending.length === 0) return 0;
-      await this.bus.publish(
-        DOMAIN_EVENTS_TOPIC,
-        pending.map((r: { organization_id: string; payload: unknown }) => ({
-          key: r.organization_id,
-          value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
-        })),
-      );
-      await trx
-        .updateTable("outbox")
-        .set({ sent_at: sql`now()` })
-        .where(
-          "id",
-          "in",
-          pending.map((r: { id: number }) => r.id),
-        )
-        .execute();
-      return pending.length;
+      try {
+        const pending = await conn
+          .selectFrom("outbox")
+          .select(["id", "organization_id", "payload"])
+          .where("sent_at", "is", null)
+          .orderBy("id")
+          .limit(batch)
+          .execute();
+        if (pending.length === 0) return 0;
+        await this.bus.publish(
+          DOMAIN_EVENTS_TOPIC,
+          pending.map((r: { organization_id: string; payload: unknown }) => ({
+            key: r.organization_id,
+            value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
+          })),
+        );
+        await conn
+          .updateTable("outbox")
+          .set({ sent_at: sql`now()` })
+          .where(
+            "id",
+            "in",
+            pending.map((r: { id: number }) => r.id),
+          )
+          .execute();
+        return pending.length;
+      } finally {
+        await sql`select pg_advisory_unlock(${key})`.execute(conn).catch(() => undefined);
+      }
     });
   }
 
   private async pruneIfDue(): Promise<void> {
     if (Date.now() - this.lastPrune < 3_600_000) return;
     this.lastPrune = Date.now();
-    const hours = this.o.retentionHours ?? 168;
+    const hours = this.o.retentionHours ?? OUTBOX_RETENTION_HOURS;
     await sql`delete from outbox where sent_at is not null and sent_at < now() - make_interval(hours => ${hours})`.execute(
       this.db,
     );

@@ -1,6 +1,7 @@
 /**
  * OpenTelemetry tracing for every hop: HTTP and express in the gateway, gRPC
- * client and server spans (context travels in metadata), pg, ioredis and pino
+ * client and server spans (context travels in metadata), pg, ioredis, kafkajs
+ * (producer and consumer spans; context travels in message headers) and pino
  * log correlation. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (OTLP/HTTP
  * protobuf exporter) or OTEL_TRACES_EXPORTER=console. Must run before the
  * instrumented modules are loaded: each service's src/tracing.ts calls it and
@@ -27,6 +28,8 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     require("@opentelemetry/instrumentation-pg") as typeof import("@opentelemetry/instrumentation-pg");
   const { IORedisInstrumentation } =
     require("@opentelemetry/instrumentation-ioredis") as typeof import("@opentelemetry/instrumentation-ioredis");
+  const { KafkaJsInstrumentation } =
+    require("@opentelemetry/instrumentation-kafkajs") as typeof import("@opentelemetry/instrumentation-kafkajs");
   const { PinoInstrumentation } =
     require("@opentelemetry/instrumentation-pino") as typeof import("@opentelemetry/instrumentation-pino");
   /* eslint-enable @typescript-eslint/no-require-imports */
@@ -39,6 +42,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
       new GrpcInstrumentation(),
       new PgInstrumentation(),
       new IORedisInstrumentation(),
+      new KafkaJsInstrumentation(),
       new PinoInstrumentation({ disableLogSending: true }),
     ],
   });

@@ -40,6 +40,8 @@ export interface Stack {
   services: Record<ServiceName, RunningService>;
   /** Stops one service (SIGTERM, then SIGKILL after the grace period). */
   stopService(name: ServiceName): Promise<void>;
+  /** Sends a signal (SIGKILL by default: a crash, no cleanup) and waits for the process to exit. */
+  killService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped service again on the same address. */
   startService(name: ServiceName): Promise<void>;
   stop(): Promise<void>;
@@ -167,6 +169,13 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     clearTimeout(killer);
   };
 
+  const killService = async (name: ServiceName, signal: NodeJS.Signals = "SIGKILL") => {
+    const child = services[name]?.process;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    await waitExit(child);
+  };
+
   try {
     await Promise.all([start("passport"), start("events")]);
     await start("gateway");
@@ -180,6 +189,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     gatewayPort: ports.gateway,
     services,
     stopService,
+    killService,
     startService: start,
     stop: async () => {
       await stopService("gateway");

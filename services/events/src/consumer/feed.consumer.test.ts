@@ -67,6 +67,28 @@ describe("createFeedHandler", () => {
     expect(calls.warn).toHaveLength(1);
   });
 
+  it("accepts a well-formed type missing from the catalogue and warns once per type", async () => {
+    const appended: string[] = [];
+    const { log, calls } = fakeLog();
+    const handler = createFeedHandler(
+      {
+        append: async (e) => {
+          appended.push(e.type);
+          return { status: "appended", sequence: appended.length };
+        },
+      },
+      log,
+    );
+    await handler([
+      msg({ ...event("evt_a"), type: "widget.spun" }),
+      msg({ ...event("evt_b"), type: "widget.spun" }),
+      msg(event("evt_c")),
+    ]);
+    expect(appended).toEqual(["widget.spun", "widget.spun", "passport.created"]);
+    expect(calls.warn).toHaveLength(1);
+    expect(calls.warn[0]![0]).toMatchObject({ type: "widget.spun" });
+  });
+
   it("rethrows other failures so the bus redelivers the batch", async () => {
     const { log } = fakeLog();
     const handler = createFeedHandler(

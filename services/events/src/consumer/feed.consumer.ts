@@ -4,8 +4,22 @@
  * event, or that Postgres refuses as data, is logged and skipped: it must never
  * block the feed. Any other failure (connection, timeout) is thrown so the bus
  * redelivers the batch; events already appended are then dropped as duplicates.
+ *
+ * Types not in the kit's EVENT_CATALOGUE: accepted (any `<resource>.<verb>`)
+ * and logged at warn, once per type and process. Producers can only build
+ * catalogued types (domainEvent), so an unknown type means a producer deployed
+ * ahead of this service; refusing it would lose that event from the feed for
+ * good, which is worse than serving a type the documentation lists a release
+ * later.
  */
-import { DOMAIN_EVENTS_TOPIC, type Bus, type BusMessage, type Logger, type Subscription } from "@dpp/kit";
+import {
+  DOMAIN_EVENTS_TOPIC,
+  isCatalogued,
+  type Bus,
+  type BusMessage,
+  type Logger,
+  type Subscription,
+} from "@dpp/kit";
 import { parseDomainEvent } from "../domain";
 import type { EventsRepository } from "../store/events.repository";
 
@@ -27,6 +41,7 @@ function preview(value: string): string {
 }
 
 export function createFeedHandler(repo: Appender, log: Logger): (messages: BusMessage[]) => Promise<void> {
+  const uncatalogued = new Set<string>();
   return async (messages) => {
     for (const m of messages) {
       const parsed = parseDomainEvent(m.value);
@@ -38,6 +53,10 @@ export function createFeedHandler(repo: Appender, log: Logger): (messages: BusMe
         continue;
       }
       const e = parsed.event;
+      if (!isCatalogued(e.type) && !uncatalogued.has(e.type)) {
+        uncatalogued.add(e.type);
+        log.warn({ type: e.type, event_id: e.id }, "event type not in the catalogue; accepted");
+      }
       const where = {
         event_id: e.id,
         type: e.type,

@@ -3,7 +3,7 @@
  * in the same transaction as the insert, so sequence order is commit order: a
  * reader that has seen sequence N can never later find a committed N' < N.
  */
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import type { DomainEvent, TenantContext } from "@dpp/kit";
 import type { EventsDB } from "./schema";
 
@@ -86,6 +86,24 @@ export class EventsRepository {
       if (err instanceof DuplicateEvent) return { status: "duplicate" };
       throw err;
     }
+  }
+
+  /**
+   * Deletes up to `limit` events that entered the feed more than `days` days
+   * ago; returns how many. Sequences are never reused (the counters stay), and
+   * a cursor pointing into the deleted range reads forward from the oldest
+   * event still kept.
+   */
+  async deleteOlderThan(days: number, limit = 5_000, db: Kysely<EventsDB> = this.db): Promise<number> {
+    const res = await sql<{ n: number }>`
+      with gone as (
+        delete from event where ctid in (
+          select ctid from event
+          where received_at < now() - make_interval(days => ${days})
+          limit ${limit})
+        returning 1)
+      select count(*)::int as n from gone`.execute(db);
+    return res.rows[0]?.n ?? 0;
   }
 
   /** One page of a tenant's feed, oldest first. */

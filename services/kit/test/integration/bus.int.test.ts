@@ -1,4 +1,8 @@
-/** The Postgres-table bus transport (PgBus) against the real Postgres. */
+/**
+ * What the Postgres-table transport (PgBus) promises beyond the bus contract
+ * (../contract/bus.contract.ts, run for it in bus.contract.int.test.ts): its
+ * migrations, a total order by id, batch-level redelivery and pruning.
+ */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { PgBus, migrateBus, type BusMessage, type Subscription } from "../../src/bus";
@@ -74,42 +78,6 @@ describe("PgBus", () => {
     expect(rows[0].n).toBe(1);
   });
 
-  it("delivers published messages to a subscriber in publish order, with key and headers", async () => {
-    const b = bus();
-    const topic = uniq("order");
-    const { got } = await collect(b, topic, "g-order");
-    await b.publish(topic, [
-      { key: "org_a", value: "first", headers: { "content-type": "application/json" } },
-    ]);
-    await b.publish(topic, msgs("m", 2, 6));
-    await b.publish(topic, []);
-    await b.publish(topic, msgs("m", 7, 10));
-    await waitFor(got, 10);
-    expect(got[0]).toEqual({ key: "org_a", value: "first", headers: { "content-type": "application/json" } });
-    expect(got.slice(1).map((m) => m.value)).toEqual(msgs("m", 2, 10).map((m) => m.value));
-    expect(got.slice(1).every((m) => m.key === "org_1" && JSON.stringify(m.headers) === "{}")).toBe(true);
-  });
-
-  it("delivers what was published before the subscriber started (a new group starts at the beginning)", async () => {
-    const b = bus();
-    const topic = uniq("backlog");
-    await b.publish(topic, msgs("old", 1, 5));
-    const { got } = await collect(b, topic, "g-late");
-    await waitFor(got, 5);
-    expect(got.map((m) => m.value)).toEqual(msgs("old", 1, 5).map((m) => m.value));
-  });
-
-  it("does not deliver another topic's messages", async () => {
-    const b = bus();
-    const topic = uniq("mine");
-    const { got } = await collect(b, topic, "g-topic");
-    await b.publish(uniq("other"), msgs("other", 1, 3));
-    await b.publish(topic, msgs("mine", 1, 2));
-    await waitFor(got, 2);
-    await new Promise((r) => setTimeout(r, 150));
-    expect(got.map((m) => m.value)).toEqual(["mine-1", "mine-2"]);
-  });
-
   it("redelivers a batch whose handler threw, and advances the position only after success", async () => {
     const b = bus({ pollIntervalMs: 30 });
     const topic = uniq("retry");
@@ -174,32 +142,6 @@ describe("PgBus", () => {
     expect(failures).toBe(0);
   });
 
-  it("gives each consumer group every message", async () => {
-    const b = bus();
-    const topic = uniq("groups");
-    const one = await collect(b, topic, "g-one");
-    const two = await collect(bus(), topic, "g-two");
-    await b.publish(topic, msgs("x", 1, 20));
-    await waitFor(one.got, 20);
-    await waitFor(two.got, 20);
-    const expected = msgs("x", 1, 20).map((m) => m.value);
-    expect(one.got.map((m) => m.value)).toEqual(expected);
-    expect(two.got.map((m) => m.value)).toEqual(expected);
-  });
-
-  it("shares a group's messages between two subscribers of that group without duplicates", async () => {
-    const topic = uniq("shared");
-    const a = await collect(bus(), topic, "g-shared");
-    const c = await collect(bus(), topic, "g-shared");
-    const pub = bus();
-    for (let i = 1; i <= 5; i++) await pub.publish(topic, msgs(`s${i}`, 1, 10));
-    await eventually(async () => (a.got.length + c.got.length >= 50 ? true : undefined));
-    await new Promise((r) => setTimeout(r, 200));
-    const values = [...a.got, ...c.got].map((m) => m.value);
-    expect(values).toHaveLength(50);
-    expect(new Set(values).size).toBe(50);
-  });
-
   it("delivers messages of concurrent publishers exactly once, in id order, none skipped", async () => {
     const topic = uniq("concurrent");
     const sub = bus({ pollIntervalMs: 5, batchSize: 25 });
@@ -225,22 +167,6 @@ describe("PgBus", () => {
       const mine = values.filter((v) => v.startsWith(`p${p}-`));
       expect(mine).toEqual(Array.from({ length: EACH }, (_, i) => `p${p}-${i}`));
     }
-  });
-
-  it("stops delivering after the subscription stops, and resumes where the group left off", async () => {
-    const b = bus();
-    const topic = uniq("resume");
-    const first = await collect(b, topic, "g-resume");
-    await b.publish(topic, msgs("a", 1, 3));
-    await waitFor(first.got, 3);
-    await first.sub.stop();
-    await b.publish(topic, msgs("a", 4, 6));
-    await new Promise((r) => setTimeout(r, 200));
-    expect(first.got).toHaveLength(3);
-    const second = await collect(b, topic, "g-resume");
-    await waitFor(second.got, 3);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(second.got.map((m) => m.value)).toEqual(["a-4", "a-5", "a-6"]);
   });
 
   it("prune() deletes only messages every group has read and older than the retention", async () => {

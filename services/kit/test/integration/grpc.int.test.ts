@@ -32,7 +32,18 @@ let onGet: (
   call: CallContext,
 ) => Promise<passportV1.GetPassportResponse | object> = async () => ({});
 
+// Methods the tests do not call answer resource_not_found (the service grows; the fake need not).
+const unimplemented = Object.fromEntries(
+  passportV1.PassportService.methods.map((m) => [
+    m.localName,
+    () => {
+      throw new ApiError("resource_not_found");
+    },
+  ]),
+) as unknown as ImplOf<typeof passportV1.PassportService>;
+
 const fake: ImplOf<typeof passportV1.PassportService> = {
+  ...unimplemented,
   listCategories: () => ({ categories: [{ id: "apparel", displayName: "Apparel", regulations: ["ESPR"] }] }),
   getCategorySchema: () => {
     throw new ApiError("resource_not_found");

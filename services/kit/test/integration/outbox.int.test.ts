@@ -1,13 +1,19 @@
 /** The outbox and its relay, against the real Postgres and the Postgres-table bus. */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { PgBus, migrateBus, type Bus, type BusMessage, type SubscribeOptions } from "../../src/bus";
 import { createDb, migrateSchema } from "../../src/db";
 import { DOMAIN_EVENTS_TOPIC, type DomainEvent } from "../../src/events";
 import { newId } from "../../src/ids";
 import { createLogger } from "../../src/logger";
-import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
+import {
+  OutboxRelay,
+  createOutboxTable,
+  relayBackoffMs,
+  writeOutbox,
+  type WithOutbox,
+} from "../../src/outbox";
 import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
 const log = createLogger("kit-outbox-test", "silent");
@@ -198,8 +204,9 @@ describe("outbox", () => {
 
   it("does not skip a row that commits after a row with a higher id was sent", async () => {
     const { db, schema } = await scratch("late");
-    const early = event();
-    const late = event();
+    // Two organizations: their writers do not wait for each other.
+    const early = event("org_late_1");
+    const late = event("org_late_2");
     const open = await db.startTransaction().execute();
     try {
       await writeOutbox(open, early); // draws the lower id, commits last
@@ -259,5 +266,112 @@ describe("outbox", () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(await relay(db, schema, realBus, { retentionHours: 0 }).drain()).toBe(0);
     expect(await outboxRows(schema)).toEqual([]);
+  });
+
+  it("numbers one organization's rows in commit order: a second writer waits for the first to commit", async () => {
+    const { db, schema } = await scratch("orgorder");
+    const first = event("org_serial");
+    const second = event("org_serial");
+    const open = await db.startTransaction().execute();
+    let secondDone = false;
+    let pending: Promise<void> | undefined;
+    try {
+      await writeOutbox(open, first); // holds org_serial's outbox lock until commit
+      pending = writeCommitted(db, second).then(() => void (secondDone = true));
+      // The second writer is blocked on the lock: its row does not exist yet.
+      await eventually(async () => {
+        const { rows } = await admin.query(
+          "select 1 from pg_locks where locktype = 'advisory' and not granted",
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      expect(secondDone).toBe(false);
+      expect(await outboxRows(schema)).toEqual([]);
+      await open.commit().execute();
+    } catch (err) {
+      await open.rollback().execute();
+      throw err;
+    }
+    await pending;
+    // The second commit drew its id after the first commit: id order is commit order.
+    const rows = await outboxRows(schema);
+    expect(rows.map((r) => r.event_id)).toEqual([first.id, second.id]);
+    expect(rows[0]!.id).toBeLessThan(rows[1]!.id);
+  });
+
+  it("keeps one organization's events in commit order under concurrent writers with delays", async () => {
+    const { db, schema } = await scratch("orgconc");
+    const org = "org_conc";
+    // Each writer notes, just before committing, how many of the organization's rows with a
+    // lower id it can see. Commit order = id order exactly when that is every lower row.
+    const seenBelow = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 10; i++) {
+          const e = event(org);
+          await db.transaction().execute(async (trx) => {
+            await new Promise((r) => setTimeout(r, Math.random() * 4));
+            await writeOutbox(trx, e);
+            await new Promise((r) => setTimeout(r, Math.random() * 4));
+            const { rows } = await sql<{ below: number }>`
+              select (select count(*)::int from outbox b where b.organization_id = o.organization_id and b.id < o.id) as below
+              from outbox o where o.event_id = ${e.id}`.execute(trx);
+            seenBelow.set(e.id, rows[0]!.below);
+          });
+        }
+      }),
+    );
+    const ids = (await outboxRows(schema)).map((row) => row.event_id);
+    expect(ids).toHaveLength(80);
+    expect(ids.map((id) => seenBelow.get(id))).toEqual(ids.map((_, rank) => rank));
+    const r = relay(db, schema, realBus, { batchSize: 7 });
+    expect(await r.drain()).toBe(80);
+    expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("keeps accepting writes while the bus is down, backs off, and delivers everything in order afterwards", async () => {
+    const { db, schema } = await scratch("down");
+    let down = true;
+    let attempts = 0;
+    const outage: Bus = {
+      publish: async (topic, messages) => {
+        attempts++;
+        if (down) throw new Error("broker unreachable");
+        await realBus.publish(topic, messages);
+      },
+      subscribe: (o) => realBus.subscribe(o),
+      close: async () => undefined,
+    };
+    const r = relay(db, schema, outage, { intervalMs: 20, backoffMinMs: 20, backoffMaxMs: 200 });
+    r.start();
+    const written: DomainEvent[] = [];
+    for (let i = 0; i < 30; i++) {
+      const e = event(i % 2 ? "org_down_a" : "org_down_b");
+      await writeCommitted(db, e); // succeeds although the bus is down
+      written.push(e);
+      r.wake();
+    }
+    await eventually(async () => (r.consecutiveFailures >= 3 ? true : undefined));
+    expect((await outboxRows(schema)).every((row) => !row.sent)).toBe(true);
+    expect(await onBus(written.map((e) => e.id))).toEqual([]);
+    // Backing off: far fewer attempts than the 30 wakes plus timer ticks.
+    expect(attempts).toBeLessThan(30);
+
+    down = false;
+    await eventually(async () => ((await outboxRows(schema)).every((row) => row.sent) ? true : undefined));
+    await r.stop();
+    expect(r.consecutiveFailures).toBe(0);
+    const ids = written.map((e) => e.id);
+    expect(await onBus(ids)).toEqual(ids);
+    await eventually(async () => (deliveredIds(ids).length >= ids.length ? true : undefined));
+    expect(deliveredIds(ids)).toEqual(ids);
+  });
+});
+
+describe("relayBackoffMs", () => {
+  it("doubles from the first delay and stops at the cap", () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 40].map((f) => relayBackoffMs(f, 500, 30_000))).toEqual([
+      0, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000,
+    ]);
   });
 });
