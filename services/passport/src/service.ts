@@ -1,6 +1,7 @@
 import {
   addService,
   createBus,
+  loadKafkaEnv,
   createDb,
   migrateBus,
   migrateSchema,
@@ -14,19 +15,29 @@ import type { PassportConfig } from "./config";
 import type { PassportDB } from "./store/schema";
 import { PassportRepository } from "./store/passports.repository";
 import { passportRpc } from "./rpc/passport.rpc";
+import { Passports } from "./passports.service";
+import { RetentionJob } from "./retention";
+import { defaultPrePublishChecks, type PrePublishCheck } from "./domain/prepublish";
 
 export const PASSPORT_SCHEMA = "passport";
 
 export interface PassportServiceHandle {
   port: number;
   relay: OutboxRelay;
+  retention: RetentionJob;
   stop(): Promise<void>;
 }
 
 /** The composition root: config → db → bus → relay → rpc → gRPC server. */
+export interface PassportServiceOptions {
+  /** Pre-publish checks owned by other services; defaults to "nothing to check" for each. */
+  prePublishChecks?: PrePublishCheck;
+}
+
 export async function startPassportService(
   config: PassportConfig,
   log: Logger,
+  options: PassportServiceOptions = {},
 ): Promise<PassportServiceHandle> {
   const db = createDb<PassportDB>({
     url: config.DATABASE_URL,
@@ -35,18 +46,31 @@ export async function startPassportService(
     max: config.DB_POOL_MAX,
     log,
   });
-  const bus = createBus(config, log);
+  // Kafka when KAFKA_BROKERS is set (validated here: passport's schema does not list the KAFKA_* variables).
+  const bus = createBus({ ...config, ...loadKafkaEnv() }, log, { serviceName: "passport" });
   const relay = new OutboxRelay(db, bus, log, {
     schema: PASSPORT_SCHEMA,
     intervalMs: config.RELAY_INTERVAL_MS,
   });
   relay.start();
   const repo = new PassportRepository(db);
+  const passports = new Passports(db, repo, {
+    hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
+    reviewBaseUrl: config.REVIEW_BASE_URL,
+    docsBaseUrl: config.DOCS_BASE_URL,
+    checks: options.prePublishChecks ?? defaultPrePublishChecks(),
+    onCommitted: () => relay.wake(),
+  });
+  const retention = new RetentionJob(db, log, {
+    intervalMs: config.RETENTION_INTERVAL_MS,
+    onCommitted: () => relay.wake(),
+  });
+  retention.start();
   const grpc = await startGrpcServer(config.GRPC_ADDR, log, (server) => {
     addService(
       server,
       passportV1.PassportService,
-      passportRpc(repo, () => relay.wake()),
+      passportRpc(repo, passports, () => relay.wake()),
       log,
     );
     return [passportV1.PassportService.typeName];
@@ -54,8 +78,10 @@ export async function startPassportService(
   return {
     port: grpc.port,
     relay,
+    retention,
     stop: async () => {
       await grpc.shutdown(config.SHUTDOWN_GRACE_MS);
+      await retention.stop();
       await relay.stop();
       await bus.close();
       await db.destroy();

@@ -14,6 +14,7 @@ import {
   PASSPORT_SCHEMA,
   startPassportService,
   type PassportServiceHandle,
+  type PassportServiceOptions,
 } from "../src/service";
 import type { PassportDB } from "../src/store/schema";
 import { gtinCheckDigit } from "../src/domain/gtin";
@@ -54,7 +55,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(label: string): Promise<Harness> {
+export async function startHarness(label: string, options: PassportServiceOptions = {}): Promise<Harness> {
   const db = await createTestDatabase(label);
   const config = loadPassportConfig({
     DATABASE_URL: db.url,
@@ -65,7 +66,7 @@ export async function startHarness(label: string): Promise<Harness> {
     SHUTDOWN_GRACE_MS: "2000",
   });
   await migratePassport(config);
-  const service = await startPassportService(config, createLogger("passport-test", "silent"));
+  const service = await startPassportService(config, createLogger("passport-test", "silent"), options);
   const client = passportClient(service.port);
   const query = createDb<PassportDB>({
     url: db.url,

@@ -12,8 +12,13 @@ import type { passportV1 } from "@dpp/proto";
 import type { PassportRepository, PassportRow } from "../store/passports.repository";
 import { findCategory, listCategories } from "../domain/categories";
 import { parseCreateBody } from "../domain/create-passport";
+import { PASSPORT_STATUSES } from "../domain/lifecycle";
+import { assertLiveWriteAllowed } from "../domain/plan-rules";
+import { parsePatchBody, parsePublishBody, parseValidateBody } from "../domain/update-passport";
+import type { Passports, ValidationRecord } from "../passports.service";
+import type { Links } from "../domain/links";
 
-export const PASSPORT_STATUSES = ["draft", "published", "deactivated", "trashed", "readonly"] as const;
+export { PASSPORT_STATUSES };
 
 type Impl = ImplOf<typeof passportV1.PassportService>;
 
@@ -68,7 +73,54 @@ function parseJsonBody(text: string): unknown {
   }
 }
 
-export function passportRpc(repo: PassportRepository, onCommitted: () => void): Impl {
+function validationMessage(v: ValidationRecord): MessageInitShape<typeof passportV1.ValidationSchema> {
+  return {
+    id: v.id,
+    organizationId: v.organization_id,
+    livemode: v.livemode,
+    passportId: v.passport_id,
+    category: v.category,
+    schemaVersion: v.schema_version ?? undefined,
+    dryRun: v.dry_run,
+    valid: v.valid,
+    publishable: v.publishable,
+    errorCount: v.error_count,
+    warningCount: v.warning_count,
+    checkedAt: v.checked_at,
+    issues: v.issues,
+  };
+}
+
+function linksMessage(r: PassportRow, l: Links): MessageInitShape<typeof passportV1.PassportLinksSchema> {
+  const dl = l.gs1_digital_link;
+  return {
+    id: r.id,
+    organizationId: r.organization_id,
+    status: r.status,
+    livemode: r.livemode,
+    gtin: r.gtin ?? undefined,
+    serialNumber: r.serial_number ?? undefined,
+    publicUrl: l.public_url,
+    qrTarget: l.qr_target,
+    resolvesPublicly: l.resolves_publicly,
+    notResolvableReason: l.not_resolvable_reason ?? undefined,
+    previewUrl: l.preview_url ?? undefined,
+    gs1DigitalLink: {
+      uri: dl.uri ?? undefined,
+      gtin14: dl.gtin14 ?? undefined,
+      serial: dl.serial ?? undefined,
+      linksetUrl: dl.linkset_url ?? undefined,
+      unavailableReason: dl.unavailable_reason ?? undefined,
+    },
+  };
+}
+
+/** The body of a lifecycle call, which takes none (or an empty object). */
+function parseOptionalJson(text: string): unknown {
+  return text ? parseJsonBody(text) : undefined;
+}
+
+export function passportRpc(repo: PassportRepository, passports: Passports, onCommitted: () => void): Impl {
   return {
     listCategories: () => ({ categories: listCategories().map(categoryMessage) }),
 
@@ -83,6 +135,7 @@ export function passportRpc(repo: PassportRepository, onCommitted: () => void): 
 
     createPassport: async (req, { ctx }) => {
       const t = requireTenant(ctx);
+      assertLiveWriteAllowed(ctx);
       const row = await repo.create(t, parseCreateBody(parseJsonBody(req.bodyJson)));
       onCommitted();
       return { passport: toMessage(row) };
@@ -134,5 +187,79 @@ export function passportRpc(repo: PassportRepository, onCommitted: () => void): 
         nextCursor: hasMore && last ? encodeCursor("passports", filters, last.id) : "",
       };
     },
+
+    updatePassport: async (req, { ctx }) => {
+      const patch = parsePatchBody(parseJsonBody(req.patchJson));
+      return { passport: toMessage(await passports.update(ctx, req.id, patch, req.expectedVersion)) };
+    },
+
+    publishPassport: async (req, { ctx }) => {
+      const input = parsePublishBody(parseOptionalJson(req.bodyJson));
+      const { row, warnings } = await passports.publish(ctx, req.id, input, req.expectedVersion);
+      return {
+        passport: toMessage(row),
+        warnings: warnings.map((w) => ({
+          code: w.code,
+          message: w.message,
+          docUrl: w.doc_url,
+          pointer: w.pointer,
+        })),
+      };
+    },
+
+    unpublishPassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "unpublish", req.expectedVersion)),
+    }),
+    trashPassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "trash", req.expectedVersion)),
+    }),
+    restorePassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "restore", req.expectedVersion)),
+    }),
+    deactivatePassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "deactivate", req.expectedVersion)),
+    }),
+    reactivatePassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "reactivate", req.expectedVersion)),
+    }),
+    lockPassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "lock", req.expectedVersion)),
+    }),
+    unlockPassport: async (req, { ctx }) => ({
+      passport: toMessage(await passports.transition(ctx, req.id, "unlock", req.expectedVersion)),
+    }),
+
+    validatePassport: async (req, { ctx }) => {
+      const { dryRun } = parseValidateBody(parseOptionalJson(req.bodyJson));
+      return { validation: validationMessage(await passports.validate(ctx, req.id, dryRun)) };
+    },
+
+    getPassportLinks: async (req, { ctx }) => {
+      const { row, links } = await passports.links(ctx, req.id);
+      return { links: linksMessage(row, links) };
+    },
+
+    claimGtins: async (req, { ctx }) => {
+      const held = await passports.claimGtins(
+        ctx,
+        req.claims.map((c) => ({ gtin: c.gtin, passport_id: c.passportId, owner_id: c.ownerId })),
+      );
+      return {
+        claims: held.map((c) => ({
+          gtin: c.gtin,
+          passportId: c.passport_id,
+          ownerId: c.owner_id,
+          role: c.role,
+        })),
+      };
+    },
+
+    releaseGtins: async (req, { ctx }) =>
+      passports.releaseGtins(
+        ctx,
+        req.releases.map((r) => ({ gtin: r.gtin, owner_id: r.ownerId })),
+      ),
+
+    getUsage: async (_req, { ctx }) => passports.usage(ctx),
   };
 }

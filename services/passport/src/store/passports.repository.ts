@@ -13,6 +13,13 @@ import type { NewPassport } from "../domain/create-passport";
 
 export type PassportRow = Selectable<PassportTable>;
 
+export interface GtinHolder {
+  passport_id: string;
+  role: "lead" | "variant";
+  owner_id: string;
+  product_name: string | null;
+}
+
 export interface ListFilters {
   status?: string;
   category?: string;
@@ -97,9 +104,16 @@ export class PassportRepository {
       .returning("gtin")
       .executeTakeFirst();
     if (inserted) return;
-    const holder = await trx
+    const holder = await this.gtinHolder(trx, t, gtin);
+    if (holder && holder.passport_id === passportId && holder.owner_id === ownerId) return;
+    throw this.gtinInUse(t, gtin, holder, "/data/gtin");
+  }
+
+  /** Who holds a GTIN in the tenant, with the holding passport's product_name. */
+  async gtinHolder(trx: Kysely<PassportDB>, t: TenantContext, gtin: string): Promise<GtinHolder | undefined> {
+    return trx
       .selectFrom("gtin_claim as c")
-      .innerJoin("passport as p", (j) =>
+      .leftJoin("passport as p", (j) =>
         j
           .onRef("p.organization_id", "=", "c.organization_id")
           .onRef("p.livemode", "=", "c.livemode")
@@ -115,14 +129,17 @@ export class PassportRepository {
       .where("c.livemode", "=", t.livemode)
       .where("c.gtin", "=", gtin)
       .executeTakeFirst();
-    if (holder && holder.passport_id === passportId && holder.owner_id === ownerId) return;
-    throw new ApiError("gtin_in_use", `GTIN ${gtin} belongs to another passport.`, {
+  }
+
+  /** gtin_in_use naming the holding passport, its product_name and the role of the claim. */
+  gtinInUse(t: TenantContext, gtin: string, holder: GtinHolder | undefined, pointer: string): ApiError {
+    return new ApiError("gtin_in_use", `GTIN ${gtin} belongs to another passport.`, {
       gtin,
       passport: holder ? `organizations/${t.organizationId}/passports/${holder.passport_id}` : null,
       passport_id: holder?.passport_id ?? null,
       product_name: holder?.product_name ?? null,
       role: holder?.role ?? null,
-      issues: [{ source: { pointer: "/data/gtin" }, rule: "gtin_in_use" }],
+      issues: [{ source: { pointer }, rule: "gtin_in_use" }],
     });
   }
 

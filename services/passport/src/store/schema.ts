@@ -31,8 +31,35 @@ export interface GtinClaimTable {
   created_at: Generated<Date>;
 }
 
+export interface PublishApprovalTable {
+  organization_id: string;
+  livemode: boolean;
+  id: string;
+  passport_id: string;
+  passport_version: number;
+  requested_by_key_id: string | null;
+  variant_review_fingerprint: string | null;
+  state: Generated<string>;
+  created_at: Generated<Date>;
+}
+
+export interface ValidationTable {
+  organization_id: string;
+  livemode: boolean;
+  id: string;
+  passport_id: string;
+  passport_version: number;
+  valid: boolean;
+  publishable: boolean;
+  /** jsonb: the validation record as answered. */
+  record: ColumnType<Record<string, unknown>, string, string>;
+  checked_at: Generated<Date>;
+}
+
 export interface PassportDB {
   passport: PassportTable;
   gtin_claim: GtinClaimTable;
+  publish_approval: PublishApprovalTable;
+  validation: ValidationTable;
   outbox: OutboxTable;
 }

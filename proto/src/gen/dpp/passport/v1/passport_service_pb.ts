@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/passport/v1/passport_service.proto.
  */
 export const file_dpp_passport_v1_passport_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIqEDCghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSDgoGc3RhdHVzGAQgASgJEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEhkKDHB1Ymxpc2hlZF9hdBgNIAEoCUgEiAEBEhcKCnRyYXNoZWRfYXQYDiABKAlIBYgBARIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZEIPCg1fcHVibGlzaGVkX2F0Qg0KC190cmFzaGVkX2F0IioKFUNyZWF0ZVBhc3Nwb3J0UmVxdWVzdBIRCglib2R5X2pzb24YASABKAkiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJuChRMaXN0UGFzc3BvcnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEhUKDXVwZGF0ZWRfc2luY2UYBSABKAkibAoVTGlzdFBhc3Nwb3J0c1Jlc3BvbnNlEiwKCXBhc3Nwb3J0cxgBIAMoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCTL9AwoPUGFzc3BvcnRTZXJ2aWNlEmEKDkxpc3RDYXRlZ29yaWVzEiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RDYXRlZ29yaWVzUmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1Jlc3BvbnNlEmoKEUdldENhdGVnb3J5U2NoZW1hEikuZHBwLnBhc3Nwb3J0LnYxLkdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBoqLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEmEKDkNyZWF0ZVBhc3Nwb3J0EiYuZHBwLnBhc3Nwb3J0LnYxLkNyZWF0ZVBhc3Nwb3J0UmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlc3BvbnNlElgKC0dldFBhc3Nwb3J0EiMuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0UmVxdWVzdBokLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlc3BvbnNlEl4KDUxpc3RQYXNzcG9ydHMSJS5kcHAucGFzc3BvcnQudjEuTGlzdFBhc3Nwb3J0c1JlcXVlc3QaJi5kcHAucGFzc3BvcnQudjEuTGlzdFBhc3Nwb3J0c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIqEDCghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSDgoGc3RhdHVzGAQgASgJEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEhkKDHB1Ymxpc2hlZF9hdBgNIAEoCUgEiAEBEhcKCnRyYXNoZWRfYXQYDiABKAlIBYgBARIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZEIPCg1fcHVibGlzaGVkX2F0Qg0KC190cmFzaGVkX2F0IioKFUNyZWF0ZVBhc3Nwb3J0UmVxdWVzdBIRCglib2R5X2pzb24YASABKAkiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJuChRMaXN0UGFzc3BvcnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEhUKDXVwZGF0ZWRfc2luY2UYBSABKAkibAoVTGlzdFBhc3Nwb3J0c1Jlc3BvbnNlEiwKCXBhc3Nwb3J0cxgBIAMoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCSKBAQoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgEIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJFChZVcGRhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IkoKB1dhcm5pbmcSDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg8KB2RvY191cmwYAyABKAkSDwoHcG9pbnRlchgEIAEoCSKBAQoWUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIRCglib2R5X2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgEIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJyChdQdWJsaXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIqCgh3YXJuaW5ncxgCIAMoCzIYLmRwcC5wYXNzcG9ydC52MS5XYXJuaW5nInAKGFVucHVibGlzaFBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQESFAoMaWZfbWF0Y2hfYW55GAMgASgIQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQibAoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgDIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJEChVUcmFzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQibgoWUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQESFAoMaWZfbWF0Y2hfYW55GAMgASgIQhMKEV9leHBlY3RlZF92ZXJzaW9uIkYKF1Jlc3RvcmVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlsKGURlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkkKGkRlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlsKGVJlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkkKGlJlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlUKE0xvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkMKFExvY2tQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlcKFVVubG9ja1Bhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQFCEwoRX2V4cGVjdGVkX3ZlcnNpb24iRQoWVW5sb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJTCg9WYWxpZGF0aW9uSXNzdWUSDwoHcG9pbnRlchgBIAEoCRIMCgRydWxlGAIgASgJEhAKCHNldmVyaXR5GAMgASgJEg8KB21lc3NhZ2UYBCABKAkiwQIKClZhbGlkYXRpb24SCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhMKC3Bhc3Nwb3J0X2lkGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEhsKDnNjaGVtYV92ZXJzaW9uGAUgASgJSACIAQESDwoHZHJ5X3J1bhgGIAEoCBINCgV2YWxpZBgHIAEoCBITCgtwdWJsaXNoYWJsZRgIIAEoCBITCgtlcnJvcl9jb3VudBgJIAEoBRIVCg13YXJuaW5nX2NvdW50GAogASgFEhIKCmNoZWNrZWRfYXQYCyABKAkSMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iOAoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSEQoJYm9keV9qc29uGAIgASgJIksKGFZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRIvCgp2YWxpZGF0aW9uGAEgASgLMhsuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb24izAEKDkdzMURpZ2l0YWxMaW5rEhAKA3VyaRgBIAEoCUgAiAEBEhMKBmd0aW4xNBgCIAEoCUgBiAEBEhMKBnNlcmlhbBgDIAEoCUgCiAEBEhgKC2xpbmtzZXRfdXJsGAQgASgJSAOIAQESHwoSdW5hdmFpbGFibGVfcmVhc29uGAUgASgJSASIAQFCBgoEX3VyaUIJCgdfZ3RpbjE0QgkKB19zZXJpYWxCDgoMX2xpbmtzZXRfdXJsQhUKE191bmF2YWlsYWJsZV9yZWFzb24ihQMKDVBhc3Nwb3J0TGlua3MSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIRCgRndGluGAUgASgJSACIAQESGgoNc2VyaWFsX251bWJlchgGIAEoCUgBiAEBEhIKCnB1YmxpY191cmwYByABKAkSEQoJcXJfdGFyZ2V0GAggASgJEjkKEGdzMV9kaWdpdGFsX2xpbmsYCSABKAsyHy5kcHAucGFzc3BvcnQudjEuR3MxRGlnaXRhbExpbmsSGQoRcmVzb2x2ZXNfcHVibGljbHkYCiABKAgSIgoVbm90X3Jlc29sdmFibGVfcmVhc29uGAsgASgJSAKIAQESGAoLcHJldmlld191cmwYDCABKAlIA4gBAUIHCgVfZ3RpbkIQCg5fc2VyaWFsX251bWJlckIYChZfbm90X3Jlc29sdmFibGVfcmVhc29uQg4KDF9wcmV2aWV3X3VybCIlChdHZXRQYXNzcG9ydExpbmtzUmVxdWVzdBIKCgJpZBgBIAEoCSJJChhHZXRQYXNzcG9ydExpbmtzUmVzcG9uc2USLQoFbGlua3MYASABKAsyHi5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRMaW5rcyJOCglHdGluQ2xhaW0SDAoEZ3RpbhgBIAEoCRITCgtwYXNzcG9ydF9pZBgCIAEoCRIQCghvd25lcl9pZBgDIAEoCRIMCgRyb2xlGAQgASgJIj8KEUNsYWltR3RpbnNSZXF1ZXN0EioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQwoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAUSFgoOcGFzc3BvcnRfY291bnQYAiABKAUy7Q4KD1Bhc3Nwb3J0U2VydmljZRJhCg5MaXN0Q2F0ZWdvcmllcxImLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1JlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXNwb25zZRJqChFHZXRDYXRlZ29yeVNjaGVtYRIpLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXNwb25zZRJhCg5DcmVhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRJYCgtHZXRQYXNzcG9ydBIjLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlcXVlc3QaJC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXNwb25zZRJeCg1MaXN0UGFzc3BvcnRzEiUuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXNwb25zZRJhCg5VcGRhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9QdWJsaXNoUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJqChFVbnB1Ymxpc2hQYXNzcG9ydBIpLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJeCg1UcmFzaFBhc3Nwb3J0EiUuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXNwb25zZRJkCg9SZXN0b3JlUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXNwb25zZRJtChJEZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJtChJSZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJbCgxMb2NrUGFzc3BvcnQSJC5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXNwb25zZRJhCg5VbmxvY2tQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXNwb25zZRJnChBWYWxpZGF0ZVBhc3Nwb3J0EiguZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRJnChBHZXRQYXNzcG9ydExpbmtzEiguZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXNwb25zZRJVCgpDbGFpbUd0aW5zEiIuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXF1ZXN0GiMuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXNwb25zZRJbCgxSZWxlYXNlR3RpbnMSJC5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXNwb25zZRJPCghHZXRVc2FnZRIgLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlcXVlc3QaIS5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message dpp.passport.v1.Category
@@ -354,6 +354,923 @@ export const ListPassportsResponseSchema: GenMessage<ListPassportsResponse> = /*
   messageDesc(file_dpp_passport_v1_passport_service, 11);
 
 /**
+ * @generated from message dpp.passport.v1.UpdatePassportRequest
+ */
+export type UpdatePassportRequest = Message<"dpp.passport.v1.UpdatePassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The merge patch (the request body) as JSON object text: {data?, external_id?}.
+   *
+   * @generated from field: string patch_json = 2;
+   */
+  patchJson: string;
+
+  /**
+   * Expected-Version header: refused with precondition_failed unless the
+   * stored version equals it, checked inside the writing transaction.
+   *
+   * @generated from field: optional int32 expected_version = 3;
+   */
+  expectedVersion?: number | undefined;
+
+  /**
+   * If-Match: * was sent (the passport must exist).
+   *
+   * @generated from field: bool if_match_any = 4;
+   */
+  ifMatchAny: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UpdatePassportRequest.
+ * Use `create(UpdatePassportRequestSchema)` to create a new message.
+ */
+export const UpdatePassportRequestSchema: GenMessage<UpdatePassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 12);
+
+/**
+ * @generated from message dpp.passport.v1.UpdatePassportResponse
+ */
+export type UpdatePassportResponse = Message<"dpp.passport.v1.UpdatePassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UpdatePassportResponse.
+ * Use `create(UpdatePassportResponseSchema)` to create a new message.
+ */
+export const UpdatePassportResponseSchema: GenMessage<UpdatePassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 13);
+
+/**
+ * A publish warning, e.g. environmental_claim_detected.
+ *
+ * @generated from message dpp.passport.v1.Warning
+ */
+export type Warning = Message<"dpp.passport.v1.Warning"> & {
+  /**
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: string doc_url = 3;
+   */
+  docUrl: string;
+
+  /**
+   * JSON Pointer at the field that triggered the warning, empty when none.
+   *
+   * @generated from field: string pointer = 4;
+   */
+  pointer: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.Warning.
+ * Use `create(WarningSchema)` to create a new message.
+ */
+export const WarningSchema: GenMessage<Warning> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 14);
+
+/**
+ * @generated from message dpp.passport.v1.PublishPassportRequest
+ */
+export type PublishPassportRequest = Message<"dpp.passport.v1.PublishPassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The optional request body as JSON object text: {variant_review_fingerprint?}.
+   *
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 3;
+   */
+  expectedVersion?: number | undefined;
+
+  /**
+   * @generated from field: bool if_match_any = 4;
+   */
+  ifMatchAny: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.PublishPassportRequest.
+ * Use `create(PublishPassportRequestSchema)` to create a new message.
+ */
+export const PublishPassportRequestSchema: GenMessage<PublishPassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 15);
+
+/**
+ * @generated from message dpp.passport.v1.PublishPassportResponse
+ */
+export type PublishPassportResponse = Message<"dpp.passport.v1.PublishPassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+
+  /**
+   * @generated from field: repeated dpp.passport.v1.Warning warnings = 2;
+   */
+  warnings: Warning[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.PublishPassportResponse.
+ * Use `create(PublishPassportResponseSchema)` to create a new message.
+ */
+export const PublishPassportResponseSchema: GenMessage<PublishPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 16);
+
+/**
+ * @generated from message dpp.passport.v1.UnpublishPassportRequest
+ */
+export type UnpublishPassportRequest = Message<"dpp.passport.v1.UnpublishPassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+
+  /**
+   * @generated from field: bool if_match_any = 3;
+   */
+  ifMatchAny: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UnpublishPassportRequest.
+ * Use `create(UnpublishPassportRequestSchema)` to create a new message.
+ */
+export const UnpublishPassportRequestSchema: GenMessage<UnpublishPassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 17);
+
+/**
+ * @generated from message dpp.passport.v1.UnpublishPassportResponse
+ */
+export type UnpublishPassportResponse = Message<"dpp.passport.v1.UnpublishPassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UnpublishPassportResponse.
+ * Use `create(UnpublishPassportResponseSchema)` to create a new message.
+ */
+export const UnpublishPassportResponseSchema: GenMessage<UnpublishPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 18);
+
+/**
+ * @generated from message dpp.passport.v1.TrashPassportRequest
+ */
+export type TrashPassportRequest = Message<"dpp.passport.v1.TrashPassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+
+  /**
+   * @generated from field: bool if_match_any = 3;
+   */
+  ifMatchAny: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.TrashPassportRequest.
+ * Use `create(TrashPassportRequestSchema)` to create a new message.
+ */
+export const TrashPassportRequestSchema: GenMessage<TrashPassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 19);
+
+/**
+ * @generated from message dpp.passport.v1.TrashPassportResponse
+ */
+export type TrashPassportResponse = Message<"dpp.passport.v1.TrashPassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.TrashPassportResponse.
+ * Use `create(TrashPassportResponseSchema)` to create a new message.
+ */
+export const TrashPassportResponseSchema: GenMessage<TrashPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 20);
+
+/**
+ * @generated from message dpp.passport.v1.RestorePassportRequest
+ */
+export type RestorePassportRequest = Message<"dpp.passport.v1.RestorePassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+
+  /**
+   * @generated from field: bool if_match_any = 3;
+   */
+  ifMatchAny: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.RestorePassportRequest.
+ * Use `create(RestorePassportRequestSchema)` to create a new message.
+ */
+export const RestorePassportRequestSchema: GenMessage<RestorePassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 21);
+
+/**
+ * @generated from message dpp.passport.v1.RestorePassportResponse
+ */
+export type RestorePassportResponse = Message<"dpp.passport.v1.RestorePassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.RestorePassportResponse.
+ * Use `create(RestorePassportResponseSchema)` to create a new message.
+ */
+export const RestorePassportResponseSchema: GenMessage<RestorePassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 22);
+
+/**
+ * @generated from message dpp.passport.v1.DeactivatePassportRequest
+ */
+export type DeactivatePassportRequest = Message<"dpp.passport.v1.DeactivatePassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.DeactivatePassportRequest.
+ * Use `create(DeactivatePassportRequestSchema)` to create a new message.
+ */
+export const DeactivatePassportRequestSchema: GenMessage<DeactivatePassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 23);
+
+/**
+ * @generated from message dpp.passport.v1.DeactivatePassportResponse
+ */
+export type DeactivatePassportResponse = Message<"dpp.passport.v1.DeactivatePassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.DeactivatePassportResponse.
+ * Use `create(DeactivatePassportResponseSchema)` to create a new message.
+ */
+export const DeactivatePassportResponseSchema: GenMessage<DeactivatePassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 24);
+
+/**
+ * @generated from message dpp.passport.v1.ReactivatePassportRequest
+ */
+export type ReactivatePassportRequest = Message<"dpp.passport.v1.ReactivatePassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ReactivatePassportRequest.
+ * Use `create(ReactivatePassportRequestSchema)` to create a new message.
+ */
+export const ReactivatePassportRequestSchema: GenMessage<ReactivatePassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 25);
+
+/**
+ * @generated from message dpp.passport.v1.ReactivatePassportResponse
+ */
+export type ReactivatePassportResponse = Message<"dpp.passport.v1.ReactivatePassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ReactivatePassportResponse.
+ * Use `create(ReactivatePassportResponseSchema)` to create a new message.
+ */
+export const ReactivatePassportResponseSchema: GenMessage<ReactivatePassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 26);
+
+/**
+ * @generated from message dpp.passport.v1.LockPassportRequest
+ */
+export type LockPassportRequest = Message<"dpp.passport.v1.LockPassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.LockPassportRequest.
+ * Use `create(LockPassportRequestSchema)` to create a new message.
+ */
+export const LockPassportRequestSchema: GenMessage<LockPassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 27);
+
+/**
+ * @generated from message dpp.passport.v1.LockPassportResponse
+ */
+export type LockPassportResponse = Message<"dpp.passport.v1.LockPassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.LockPassportResponse.
+ * Use `create(LockPassportResponseSchema)` to create a new message.
+ */
+export const LockPassportResponseSchema: GenMessage<LockPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 28);
+
+/**
+ * @generated from message dpp.passport.v1.UnlockPassportRequest
+ */
+export type UnlockPassportRequest = Message<"dpp.passport.v1.UnlockPassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional int32 expected_version = 2;
+   */
+  expectedVersion?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UnlockPassportRequest.
+ * Use `create(UnlockPassportRequestSchema)` to create a new message.
+ */
+export const UnlockPassportRequestSchema: GenMessage<UnlockPassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 29);
+
+/**
+ * @generated from message dpp.passport.v1.UnlockPassportResponse
+ */
+export type UnlockPassportResponse = Message<"dpp.passport.v1.UnlockPassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 1;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.UnlockPassportResponse.
+ * Use `create(UnlockPassportResponseSchema)` to create a new message.
+ */
+export const UnlockPassportResponseSchema: GenMessage<UnlockPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 30);
+
+/**
+ * @generated from message dpp.passport.v1.ValidationIssue
+ */
+export type ValidationIssue = Message<"dpp.passport.v1.ValidationIssue"> & {
+  /**
+   * JSON Pointer into the passport resource (e.g. /data/gtin, /status), "" for the whole passport.
+   *
+   * @generated from field: string pointer = 1;
+   */
+  pointer: string;
+
+  /**
+   * @generated from field: string rule = 2;
+   */
+  rule: string;
+
+  /**
+   * "error" or "warning".
+   *
+   * @generated from field: string severity = 3;
+   */
+  severity: string;
+
+  /**
+   * @generated from field: string message = 4;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ValidationIssue.
+ * Use `create(ValidationIssueSchema)` to create a new message.
+ */
+export const ValidationIssueSchema: GenMessage<ValidationIssue> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 31);
+
+/**
+ * @generated from message dpp.passport.v1.Validation
+ */
+export type Validation = Message<"dpp.passport.v1.Validation"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string organization_id = 2;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string passport_id = 3;
+   */
+  passportId: string;
+
+  /**
+   * @generated from field: string category = 4;
+   */
+  category: string;
+
+  /**
+   * @generated from field: optional string schema_version = 5;
+   */
+  schemaVersion?: string | undefined;
+
+  /**
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun: boolean;
+
+  /**
+   * @generated from field: bool valid = 7;
+   */
+  valid: boolean;
+
+  /**
+   * @generated from field: bool publishable = 8;
+   */
+  publishable: boolean;
+
+  /**
+   * @generated from field: int32 error_count = 9;
+   */
+  errorCount: number;
+
+  /**
+   * @generated from field: int32 warning_count = 10;
+   */
+  warningCount: number;
+
+  /**
+   * @generated from field: string checked_at = 11;
+   */
+  checkedAt: string;
+
+  /**
+   * @generated from field: repeated dpp.passport.v1.ValidationIssue issues = 12;
+   */
+  issues: ValidationIssue[];
+
+  /**
+   * @generated from field: bool livemode = 13;
+   */
+  livemode: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.Validation.
+ * Use `create(ValidationSchema)` to create a new message.
+ */
+export const ValidationSchema: GenMessage<Validation> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 32);
+
+/**
+ * @generated from message dpp.passport.v1.ValidatePassportRequest
+ */
+export type ValidatePassportRequest = Message<"dpp.passport.v1.ValidatePassportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The optional request body as JSON object text: {dry_run?}.
+   *
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ValidatePassportRequest.
+ * Use `create(ValidatePassportRequestSchema)` to create a new message.
+ */
+export const ValidatePassportRequestSchema: GenMessage<ValidatePassportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 33);
+
+/**
+ * @generated from message dpp.passport.v1.ValidatePassportResponse
+ */
+export type ValidatePassportResponse = Message<"dpp.passport.v1.ValidatePassportResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Validation validation = 1;
+   */
+  validation?: Validation | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ValidatePassportResponse.
+ * Use `create(ValidatePassportResponseSchema)` to create a new message.
+ */
+export const ValidatePassportResponseSchema: GenMessage<ValidatePassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 34);
+
+/**
+ * @generated from message dpp.passport.v1.Gs1DigitalLink
+ */
+export type Gs1DigitalLink = Message<"dpp.passport.v1.Gs1DigitalLink"> & {
+  /**
+   * @generated from field: optional string uri = 1;
+   */
+  uri?: string | undefined;
+
+  /**
+   * @generated from field: optional string gtin14 = 2;
+   */
+  gtin14?: string | undefined;
+
+  /**
+   * @generated from field: optional string serial = 3;
+   */
+  serial?: string | undefined;
+
+  /**
+   * @generated from field: optional string linkset_url = 4;
+   */
+  linksetUrl?: string | undefined;
+
+  /**
+   * gtin_missing or gtin_invalid; absent when the link is available.
+   *
+   * @generated from field: optional string unavailable_reason = 5;
+   */
+  unavailableReason?: string | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.Gs1DigitalLink.
+ * Use `create(Gs1DigitalLinkSchema)` to create a new message.
+ */
+export const Gs1DigitalLinkSchema: GenMessage<Gs1DigitalLink> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 35);
+
+/**
+ * @generated from message dpp.passport.v1.PassportLinks
+ */
+export type PassportLinks = Message<"dpp.passport.v1.PassportLinks"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string organization_id = 2;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * @generated from field: bool livemode = 4;
+   */
+  livemode: boolean;
+
+  /**
+   * @generated from field: optional string gtin = 5;
+   */
+  gtin?: string | undefined;
+
+  /**
+   * @generated from field: optional string serial_number = 6;
+   */
+  serialNumber?: string | undefined;
+
+  /**
+   * @generated from field: string public_url = 7;
+   */
+  publicUrl: string;
+
+  /**
+   * @generated from field: string qr_target = 8;
+   */
+  qrTarget: string;
+
+  /**
+   * @generated from field: dpp.passport.v1.Gs1DigitalLink gs1_digital_link = 9;
+   */
+  gs1DigitalLink?: Gs1DigitalLink | undefined;
+
+  /**
+   * @generated from field: bool resolves_publicly = 10;
+   */
+  resolvesPublicly: boolean;
+
+  /**
+   * test_mode or not_published; absent when the passport resolves publicly.
+   *
+   * @generated from field: optional string not_resolvable_reason = 11;
+   */
+  notResolvableReason?: string | undefined;
+
+  /**
+   * @generated from field: optional string preview_url = 12;
+   */
+  previewUrl?: string | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.PassportLinks.
+ * Use `create(PassportLinksSchema)` to create a new message.
+ */
+export const PassportLinksSchema: GenMessage<PassportLinks> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 36);
+
+/**
+ * @generated from message dpp.passport.v1.GetPassportLinksRequest
+ */
+export type GetPassportLinksRequest = Message<"dpp.passport.v1.GetPassportLinksRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GetPassportLinksRequest.
+ * Use `create(GetPassportLinksRequestSchema)` to create a new message.
+ */
+export const GetPassportLinksRequestSchema: GenMessage<GetPassportLinksRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 37);
+
+/**
+ * @generated from message dpp.passport.v1.GetPassportLinksResponse
+ */
+export type GetPassportLinksResponse = Message<"dpp.passport.v1.GetPassportLinksResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.PassportLinks links = 1;
+   */
+  links?: PassportLinks | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GetPassportLinksResponse.
+ * Use `create(GetPassportLinksResponseSchema)` to create a new message.
+ */
+export const GetPassportLinksResponseSchema: GenMessage<GetPassportLinksResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 38);
+
+/**
+ * @generated from message dpp.passport.v1.GtinClaim
+ */
+export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
+  /**
+   * 8, 12, 13 or 14 digits on input; always 14 digits on output.
+   *
+   * @generated from field: string gtin = 1;
+   */
+  gtin: string;
+
+  /**
+   * @generated from field: string passport_id = 2;
+   */
+  passportId: string;
+
+  /**
+   * The owning row (e.g. the variant id); claims are idempotent per (gtin, owner_id).
+   *
+   * @generated from field: string owner_id = 3;
+   */
+  ownerId: string;
+
+  /**
+   * "variant" for claims made through ClaimGtins; "lead" for a passport's own GTIN.
+   *
+   * @generated from field: string role = 4;
+   */
+  role: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GtinClaim.
+ * Use `create(GtinClaimSchema)` to create a new message.
+ */
+export const GtinClaimSchema: GenMessage<GtinClaim> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 39);
+
+/**
+ * @generated from message dpp.passport.v1.ClaimGtinsRequest
+ */
+export type ClaimGtinsRequest = Message<"dpp.passport.v1.ClaimGtinsRequest"> & {
+  /**
+   * 1 to 1000 claims, role variant; all are claimed or none.
+   *
+   * @generated from field: repeated dpp.passport.v1.GtinClaim claims = 1;
+   */
+  claims: GtinClaim[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.ClaimGtinsRequest.
+ * Use `create(ClaimGtinsRequestSchema)` to create a new message.
+ */
+export const ClaimGtinsRequestSchema: GenMessage<ClaimGtinsRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 40);
+
+/**
+ * @generated from message dpp.passport.v1.ClaimGtinsResponse
+ */
+export type ClaimGtinsResponse = Message<"dpp.passport.v1.ClaimGtinsResponse"> & {
+  /**
+   * @generated from field: repeated dpp.passport.v1.GtinClaim claims = 1;
+   */
+  claims: GtinClaim[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.ClaimGtinsResponse.
+ * Use `create(ClaimGtinsResponseSchema)` to create a new message.
+ */
+export const ClaimGtinsResponseSchema: GenMessage<ClaimGtinsResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 41);
+
+/**
+ * @generated from message dpp.passport.v1.GtinRelease
+ */
+export type GtinRelease = Message<"dpp.passport.v1.GtinRelease"> & {
+  /**
+   * @generated from field: string gtin = 1;
+   */
+  gtin: string;
+
+  /**
+   * @generated from field: string owner_id = 2;
+   */
+  ownerId: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GtinRelease.
+ * Use `create(GtinReleaseSchema)` to create a new message.
+ */
+export const GtinReleaseSchema: GenMessage<GtinRelease> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 42);
+
+/**
+ * @generated from message dpp.passport.v1.ReleaseGtinsRequest
+ */
+export type ReleaseGtinsRequest = Message<"dpp.passport.v1.ReleaseGtinsRequest"> & {
+  /**
+   * 1 to 1000 releases of variant claims.
+   *
+   * @generated from field: repeated dpp.passport.v1.GtinRelease releases = 1;
+   */
+  releases: GtinRelease[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.ReleaseGtinsRequest.
+ * Use `create(ReleaseGtinsRequestSchema)` to create a new message.
+ */
+export const ReleaseGtinsRequestSchema: GenMessage<ReleaseGtinsRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 43);
+
+/**
+ * @generated from message dpp.passport.v1.ReleaseGtinsResponse
+ */
+export type ReleaseGtinsResponse = Message<"dpp.passport.v1.ReleaseGtinsResponse"> & {
+  /**
+   * 14-digit GTINs whose claim by that owner was removed.
+   *
+   * @generated from field: repeated string released = 1;
+   */
+  released: string[];
+
+  /**
+   * 14-digit GTINs that owner did not hold.
+   *
+   * @generated from field: repeated string absent = 2;
+   */
+  absent: string[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.ReleaseGtinsResponse.
+ * Use `create(ReleaseGtinsResponseSchema)` to create a new message.
+ */
+export const ReleaseGtinsResponseSchema: GenMessage<ReleaseGtinsResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 44);
+
+/**
+ * @generated from message dpp.passport.v1.GetUsageRequest
+ */
+export type GetUsageRequest = Message<"dpp.passport.v1.GetUsageRequest"> & {
+};
+
+/**
+ * Describes the message dpp.passport.v1.GetUsageRequest.
+ * Use `create(GetUsageRequestSchema)` to create a new message.
+ */
+export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 45);
+
+/**
+ * @generated from message dpp.passport.v1.GetUsageResponse
+ */
+export type GetUsageResponse = Message<"dpp.passport.v1.GetUsageResponse"> & {
+  /**
+   * Passports occupying a publish slot: status published, deactivated or readonly.
+   *
+   * @generated from field: int32 published_count = 1;
+   */
+  publishedCount: number;
+
+  /**
+   * Passports that are not trashed.
+   *
+   * @generated from field: int32 passport_count = 2;
+   */
+  passportCount: number;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GetUsageResponse.
+ * Use `create(GetUsageResponseSchema)` to create a new message.
+ */
+export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 46);
+
+/**
  * PassportService owns categories, passports and the GTIN claims table.
  * The tenant (organization_id, livemode) travels in the request context
  * (gRPC metadata set by the gateway), never in the messages.
@@ -400,6 +1317,133 @@ export const PassportService: GenService<{
     methodKind: "unary";
     input: typeof ListPassportsRequestSchema;
     output: typeof ListPassportsResponseSchema;
+  },
+  /**
+   * PATCH: an RFC 7386 JSON Merge Patch of the passport document.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.UpdatePassport
+   */
+  updatePassport: {
+    methodKind: "unary";
+    input: typeof UpdatePassportRequestSchema;
+    output: typeof UpdatePassportResponseSchema;
+  },
+  /**
+   * Lifecycle (docs/decisions/0009-passport-lifecycle.md). Each transition
+   * bumps the version and emits its passport.* event in the same transaction.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.PublishPassport
+   */
+  publishPassport: {
+    methodKind: "unary";
+    input: typeof PublishPassportRequestSchema;
+    output: typeof PublishPassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.UnpublishPassport
+   */
+  unpublishPassport: {
+    methodKind: "unary";
+    input: typeof UnpublishPassportRequestSchema;
+    output: typeof UnpublishPassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.TrashPassport
+   */
+  trashPassport: {
+    methodKind: "unary";
+    input: typeof TrashPassportRequestSchema;
+    output: typeof TrashPassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.RestorePassport
+   */
+  restorePassport: {
+    methodKind: "unary";
+    input: typeof RestorePassportRequestSchema;
+    output: typeof RestorePassportResponseSchema;
+  },
+  /**
+   * Internal transitions (platform operations, no HTTP route in v1).
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.DeactivatePassport
+   */
+  deactivatePassport: {
+    methodKind: "unary";
+    input: typeof DeactivatePassportRequestSchema;
+    output: typeof DeactivatePassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.ReactivatePassport
+   */
+  reactivatePassport: {
+    methodKind: "unary";
+    input: typeof ReactivatePassportRequestSchema;
+    output: typeof ReactivatePassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.LockPassport
+   */
+  lockPassport: {
+    methodKind: "unary";
+    input: typeof LockPassportRequestSchema;
+    output: typeof LockPassportResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.UnlockPassport
+   */
+  unlockPassport: {
+    methodKind: "unary";
+    input: typeof UnlockPassportRequestSchema;
+    output: typeof UnlockPassportResponseSchema;
+  },
+  /**
+   * The validation record: what publishing would say, without publishing.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.ValidatePassport
+   */
+  validatePassport: {
+    methodKind: "unary";
+    input: typeof ValidatePassportRequestSchema;
+    output: typeof ValidatePassportResponseSchema;
+  },
+  /**
+   * Public page, QR target and GS1 Digital Link of a passport.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.GetPassportLinks
+   */
+  getPassportLinks: {
+    methodKind: "unary";
+    input: typeof GetPassportLinksRequestSchema;
+    output: typeof GetPassportLinksResponseSchema;
+  },
+  /**
+   * The GTIN claims table, for the variants service: all-or-nothing batches.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.ClaimGtins
+   */
+  claimGtins: {
+    methodKind: "unary";
+    input: typeof ClaimGtinsRequestSchema;
+    output: typeof ClaimGtinsResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.ReleaseGtins
+   */
+  releaseGtins: {
+    methodKind: "unary";
+    input: typeof ReleaseGtinsRequestSchema;
+    output: typeof ReleaseGtinsResponseSchema;
+  },
+  /**
+   * Counts of the tenant in the context (publish slots used, passports held).
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.GetUsage
+   */
+  getUsage: {
+    methodKind: "unary";
+    input: typeof GetUsageRequestSchema;
+    output: typeof GetUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_passport_v1_passport_service, 0);

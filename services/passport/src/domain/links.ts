@@ -1,0 +1,93 @@
+/**
+ * Public links of a passport: the public page, what the QR code encodes, a preview, and the GS1 Digital Link
+ * (https://<resolver host>/01/<gtin14>[/21/<serial>], GS1 Digital Link URI syntax 1.x; the linkset is asked for
+ * with ?linkType=linkset as the GS1-Conformant Resolver standard requires). Pure: hosts come from configuration.
+ */
+import { normalizeGtin } from "./gtin";
+import { PUBLIC_STATUSES } from "./lifecycle";
+
+export interface LinkHosts {
+  /** Base of the hosted public passport pages, without a trailing slash. */
+  publicBaseUrl: string;
+  /** Base of the GS1 Digital Link resolver, without a trailing slash. */
+  resolverBaseUrl: string;
+}
+
+export interface LinkSubject {
+  id: string;
+  status: string;
+  livemode: boolean;
+  gtin: string | null;
+  serial_number: string | null;
+}
+
+export interface Gs1DigitalLink {
+  uri: string | null;
+  gtin14: string | null;
+  serial: string | null;
+  linkset_url: string | null;
+  unavailable_reason: "gtin_missing" | "gtin_invalid" | null;
+}
+
+export interface Links {
+  public_url: string;
+  qr_target: string;
+  preview_url: string | null;
+  resolves_publicly: boolean;
+  not_resolvable_reason: "test_mode" | "not_published" | null;
+  gs1_digital_link: Gs1DigitalLink;
+}
+
+/**
+ * GS1 restricted circulation numbers (GTIN-13 prefixes 02, 04 and 2, i.e. GTIN-14 prefixes 002, 004 and 02):
+ * valid in a store or a company, not globally unique, so no GS1 Digital Link may carry them.
+ */
+export function isRestrictedCirculation(gtin14: string): boolean {
+  return /^(002|004|02)/.test(gtin14) && !/^0{6}/.test(gtin14);
+}
+
+/** Percent-encoding of a GS1 AI value in a Digital Link path segment (RFC 3986 unreserved characters kept). */
+export function encodeAiValue(value: string): string {
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
+export function gs1DigitalLink(
+  gtin: string | null,
+  serial: string | null,
+  resolverBaseUrl: string,
+): Gs1DigitalLink {
+  if (!gtin)
+    return { uri: null, gtin14: null, serial: null, linkset_url: null, unavailable_reason: "gtin_missing" };
+  const gtin14 = normalizeGtin(gtin);
+  if (!gtin14 || isRestrictedCirculation(gtin14))
+    return { uri: null, gtin14: null, serial: null, linkset_url: null, unavailable_reason: "gtin_invalid" };
+  const uri = `${resolverBaseUrl}/01/${gtin14}${serial ? `/21/${encodeAiValue(serial)}` : ""}`;
+  return {
+    uri,
+    gtin14,
+    serial: serial ?? null,
+    linkset_url: `${uri}?linkType=linkset`,
+    unavailable_reason: null,
+  };
+}
+
+export function passportLinks(p: LinkSubject, hosts: LinkHosts): Links {
+  const publicUrl = `${hosts.publicBaseUrl}/p/${encodeURIComponent(p.id)}`;
+  const dl = gs1DigitalLink(p.gtin, p.serial_number, hosts.resolverBaseUrl);
+  const online = (PUBLIC_STATUSES as readonly string[]).includes(p.status);
+  const reason = !p.livemode ? "test_mode" : online ? null : "not_published";
+  return {
+    public_url: publicUrl,
+    // The QR carries the GS1 Digital Link when there is one (the resolver sends a browser to the public page),
+    // so the same code also works at a till; otherwise the public page itself.
+    qr_target: dl.uri ?? publicUrl,
+    // A signed-in preview of what the page shows (or will show); none for a trashed passport.
+    preview_url: reason !== null && p.status !== "trashed" ? `${publicUrl}/preview` : null,
+    resolves_publicly: reason === null,
+    not_resolvable_reason: reason,
+    gs1_digital_link: dl,
+  };
+}

@@ -1,0 +1,93 @@
+import { ApiError } from "@dpp/kit";
+import { applyPassportPatch, parsePatchBody, parsePublishBody, parseValidateBody } from "./update-passport";
+
+const refusal = (fn: () => unknown): ApiError => {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ApiError) return e;
+    throw e;
+  }
+  throw new Error("expected a refusal");
+};
+const issues = (e: ApiError) =>
+  (e.details.issues as { source: { pointer: string }; rule: string }[]).map((i) => [
+    i.source.pointer,
+    i.rule,
+  ]);
+
+describe("parsePatchBody", () => {
+  it("takes data and external_id", () => {
+    expect(parsePatchBody({ data: { a: 1 }, external_id: null })).toEqual({
+      data: { a: 1 },
+      externalId: null,
+    });
+    expect(parsePatchBody({})).toEqual({});
+  });
+  it("refuses unknown and read-only members with pointers", () => {
+    const e = refusal(() => parsePatchBody({ category: "battery", colour: "red", "a/b": 1, data: [] }));
+    expect(e.code).toBe("validation_failed");
+    expect(issues(e)).toEqual([
+      ["/category", "read_only"],
+      ["/colour", "unknown_field"],
+      ["/a~1b", "unknown_field"],
+      ["/data", "type"],
+    ]);
+  });
+});
+
+describe("applyPassportPatch", () => {
+  const current = {
+    category: "textile",
+    data: { product_name: "A", material_composition: [{ fiber: "cotton", percentage: 100 }] },
+    external_id: "SKU-1",
+  };
+  it("merges: omitted unchanged, null removes, arrays replaced whole; GTIN stored as 14 digits", () => {
+    const r = applyPassportPatch(current, {
+      data: {
+        product_name: null,
+        material_composition: [{ fiber: "wool", percentage: 100 }],
+        gtin: "96385074",
+      },
+    });
+    expect(r).toEqual({
+      data: { material_composition: [{ fiber: "wool", percentage: 100 }], gtin: "00000096385074" },
+      externalId: "SKU-1",
+      gtin: "00000096385074",
+      serialNumber: null,
+      changed: true,
+    });
+  });
+  it("reports a no-op as unchanged", () => {
+    expect(applyPassportPatch(current, { data: { product_name: "A" } }).changed).toBe(false);
+    expect(applyPassportPatch(current, { externalId: "SKU-1" }).changed).toBe(false);
+    expect(applyPassportPatch(current, { externalId: "SKU-2" }).changed).toBe(true);
+  });
+  it("refuses unknown keys and a wrong check digit in the merged data, pointing into /data", () => {
+    const e = refusal(() => applyPassportPatch(current, { data: { colour: "red", gtin: "4006381333932" } }));
+    expect(issues(e)).toEqual(
+      expect.arrayContaining([
+        ["/data/colour", "unknown_field"],
+        ["/data/gtin", "gtin_check_digit"],
+      ]),
+    );
+  });
+});
+
+describe("publish and validate bodies", () => {
+  it("accept their one optional field and refuse others", () => {
+    expect(parsePublishBody(undefined)).toEqual({});
+    expect(parsePublishBody({ variant_review_fingerprint: "ab".repeat(32) })).toEqual({
+      variantReviewFingerprint: "ab".repeat(32),
+    });
+    expect(
+      issues(refusal(() => parsePublishBody({ variant_review_fingerprint: "xyz", force: true }))),
+    ).toEqual([
+      ["/variant_review_fingerprint", "pattern"],
+      ["/force", "unknown_field"],
+    ]);
+    expect(parseValidateBody({ dry_run: true })).toEqual({ dryRun: true });
+    expect(parseValidateBody(undefined)).toEqual({ dryRun: false });
+    expect(issues(refusal(() => parseValidateBody({ dry_run: "yes" })))).toEqual([["/dry_run", "type"]]);
+  });
+});
