@@ -39,7 +39,7 @@ it("answers 405 with Allow for a known path and another method", async () => {
   expect(res.headers.get("allow")).toBe("GET, HEAD, POST");
   const one = await req(`${passports()}/pp_x`, { key: t.testKey, method: "PUT", body: {} });
   expect(one.status).toBe(405);
-  expect(one.headers.get("allow")).toBe("GET, HEAD");
+  expect(one.headers.get("allow")).toBe("GET, HEAD, PATCH");
 });
 
 it("refuses a body over the ceiling with 413 and details.limit_bytes", async () => {

@@ -1,8 +1,12 @@
-// Fails when proto/src/gen is not what `buf generate` makes from proto/ today.
+// Fails when generated code is not what its source makes today:
+// - proto/src/gen from proto/ (`buf generate`; fix with `npm run gen`);
+// - the OpenAPI modules from services/gateway/openapi/openapi.yaml
+//   (tools/gen-openapi.mjs; fix with `npm run -s gen:openapi`).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { staleFiles as staleOpenApiFiles } from "./gen-openapi.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const protoDir = path.join(root, "proto");
@@ -38,8 +42,15 @@ for (const f of a)
     problems.push(`out of date: proto/src/gen/${f}`);
 fs.rmSync(tmp, { recursive: true, force: true });
 
-if (problems.length) {
+const openapiStale = staleOpenApiFiles();
+
+if (problems.length)
   console.error(`Generated code is stale; run \`pnpm run gen\` and commit:\n  ${problems.join("\n  ")}`);
-  process.exit(1);
-}
-console.log(`Generated code is current (${a.size} files).`);
+if (openapiStale.length)
+  console.error(
+    `OpenAPI modules are stale; run \`npm run -s gen:openapi\` and commit:\n  ${openapiStale
+      .map((f) => `out of date: ${f}`)
+      .join("\n  ")}`,
+  );
+if (problems.length || openapiStale.length) process.exit(1);
+console.log(`Generated code is current (${a.size} proto files and the OpenAPI modules).`);

@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
 import { migrateAll, startStack, type Stack } from "@dpp/stack/src/stack";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
 import type { Kysely } from "kysely";
+import { assertResponseMatchesContract } from "./openapi-validator";
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -66,11 +67,8 @@ export async function startHarness(label: string): Promise<Harness> {
       body = JSON.stringify(o.body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(stack.baseUrl + p, {
-      method: o.method ?? (body ? "POST" : "GET"),
-      headers,
-      body,
-    });
+    const method = o.method ?? (body ? "POST" : "GET");
+    const res = await fetch(stack.baseUrl + p, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {
@@ -78,6 +76,15 @@ export async function startHarness(label: string): Promise<Harness> {
     } catch {
       parsed = undefined;
     }
+    // Every response is checked against the OpenAPI document; a mismatch fails the test.
+    assertResponseMatchesContract({
+      method,
+      path: p,
+      status: res.status,
+      headers: res.headers,
+      body: parsed,
+      text,
+    });
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   };
 

@@ -1,5 +1,9 @@
 import type { Migration } from "kysely";
 import * as m0001 from "./0001_init";
+import * as m0002 from "./0002_idempotency_grants_capabilities";
 
 /** Static map: the same under tsx, jest and the bundled build. */
-export const migrations: Record<string, Migration> = { "0001_init": m0001 };
+export const migrations: Record<string, Migration> = {
+  "0001_init": m0001,
+  "0002_idempotency_grants_capabilities": m0002,
+};

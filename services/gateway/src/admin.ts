@@ -3,7 +3,8 @@
  * Used by the admin CLI and the stack runner; never exposed over HTTP.
  */
 import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/kit";
-import type { IdentityRepository, KeyRecord } from "./store/identity.repository";
+import type { IdentityRepository, KeyRecord, OrganizationRecord } from "./store/identity.repository";
+import { Grants } from "./grants/grants";
 import { generateKeyText, isScope, parseKeyText, SCOPES } from "./auth/keys";
 
 export interface CreatedKey {
@@ -48,8 +49,16 @@ export function publicKey(k: KeyRecord): PublicKeyRecord {
   };
 }
 
+/** Plans that let a managing organization hold live keys: paid Pro or Scale, paying (spec, Authentication 10). */
+const LIVE_KEY_PLANS = ["pro", "scale"];
+const qualifiesForLiveKeys = (o: OrganizationRecord) =>
+  LIVE_KEY_PLANS.includes(o.plan_id) && o.subscription_status === "active";
+
 export class Admin {
-  constructor(private readonly repo: IdentityRepository) {}
+  private readonly grants: Grants;
+  constructor(private readonly repo: IdentityRepository) {
+    this.grants = new Grants(repo);
+  }
 
   async createOrganization(name: string, planId = "trial", subscriptionStatus = "trialing", id?: string) {
     this.checkPlan(planId, subscriptionStatus);
@@ -83,6 +92,7 @@ export class Admin {
     const bad = scopes.filter((s) => !isScope(s));
     if (bad.length)
       throw new ApiError("validation_failed", `Unknown scopes: ${bad.join(", ")}.`, { allowed: [...SCOPES] });
+    if (o.livemode) await this.checkLiveKeyAllowed(org);
     const key = generateKeyText(o.livemode);
     const parsed = parseKeyText(key)!;
     const record = await this.repo.insertKey({
@@ -97,6 +107,30 @@ export class Admin {
       expires_at: o.expiresAt ?? null,
     });
     return { key, record: publicKey(record) };
+  }
+
+  /**
+   * An organization that manages clients may create a live key only while its
+   * own plan, or the plan of at least one client, is a paid Pro or Scale plan
+   * (a trial or a plan with a failed payment does not count). Organizations
+   * that manage nobody are not restricted here; each request is still checked
+   * against the plan of the organization in its path.
+   */
+  private async checkLiveKeyAllowed(org: OrganizationRecord): Promise<void> {
+    const clients = await this.repo.acceptedClients(org.id);
+    if (clients.length === 0) return;
+    if (qualifiesForLiveKeys(org) || clients.some(qualifiesForLiveKeys)) return;
+    throw new ApiError(
+      "plan_required",
+      "A managing organization may create a live key only while its own plan, or a client's, is a paid Pro or Scale plan.",
+      {
+        organization_id: org.id,
+        plan_id: org.plan_id,
+        subscription_status: org.subscription_status,
+        required_plans: LIVE_KEY_PLANS,
+        clients_checked: clients.length,
+      },
+    );
   }
 
   async revokeKey(keyId: string) {
@@ -141,6 +175,62 @@ export class Admin {
     return link;
   }
 
+  /**
+   * Grants with every rule of POST .../grants, as the key's own organization
+   * (the manager). This is what the admin CLI's `grant` runs.
+   */
+  async grantChecked(keyId: string, clientId: string, scopes: string[]) {
+    const key = await this.repo.findKey(keyId);
+    if (!key)
+      throw new ApiError("key_not_grantable", `No key ${keyId}.`, { key_id: keyId, reason: "not_owned" });
+    const link = await this.repo.findLink(key.organization_id, clientId);
+    if (!link)
+      throw new ApiError(
+        "organization_not_found_or_not_granted",
+        `Organization ${key.organization_id} does not manage ${clientId}.`,
+        { organization_id: clientId },
+      );
+    const role = link.status === "accepted" ? "manager" : "former_manager";
+    const out = await this.grants.create(
+      { organizationId: key.organization_id, livemode: key.livemode, role, link },
+      clientId,
+      { key_id: keyId, scopes },
+    );
+    return out.grant;
+  }
+
+  /** Ends one grant, as the key's own organization. */
+  async revokeGrant(keyId: string, clientId: string) {
+    const key = await this.repo.findKey(keyId);
+    if (!key) throw new ApiError("resource_not_found", `No key ${keyId}.`, { key_id: keyId });
+    return this.grants.revoke(
+      { organizationId: key.organization_id, livemode: key.livemode, role: "manager", link: undefined },
+      clientId,
+      keyId,
+    );
+  }
+
+  /** The organization's French affichage delegation (shown by GET .../capabilities). */
+  async setAffichageDelegation(organizationId: string, status: string, portalBrandId: string | null) {
+    const allowed = ["none", "pending", "active", "revoked"] as const;
+    if (!(allowed as readonly string[]).includes(status))
+      throw new ApiError("validation_failed", `Unknown delegation status ${status}.`, {
+        allowed: [...allowed],
+      });
+    const org = await this.repo.setAffichageDelegation(
+      organizationId,
+      status as (typeof allowed)[number],
+      portalBrandId,
+    );
+    if (!org) throw new ApiError("resource_not_found", `No organization ${organizationId}.`);
+    return {
+      ...org,
+      created_at: org.created_at.toISOString(),
+      affichage_delegated_at: org.affichage_delegated_at?.toISOString() ?? null,
+    };
+  }
+
+  /** Operator override: sets a grant without the API's rules (repair, fixtures). Prefer grantChecked. */
   async grant(keyId: string, clientId: string, scopes: string[]) {
     const g = await this.repo.upsertGrant(keyId, clientId, scopes);
     return { ...g, granted_at: g.granted_at.toISOString() };

@@ -16,6 +16,22 @@ export const gatewayEnv = z.object({
   DOCS_BASE_URL: z.string().url().default("https://docs.dpp.example/errors"),
   DB_POOL_MAX: positiveInt(10),
   SHUTDOWN_GRACE_MS: positiveInt(10000),
+  /** Redis for rate limits shared by every replica; unset: in-process limits. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "expected a redis:// or rediss:// URL")
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
+  /** Prefix of the rate limit keys in Redis. */
+  RATE_LIMIT_KEY_PREFIX: z.string().min(1).default("dpp:rl"),
+  /** Requests per minute per API key (every organization and mode it reaches). */
+  RATE_LIMIT_PER_KEY_PER_MINUTE: positiveInt(600),
+  /** Requests per minute per client address without a key (category endpoints). */
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: positiveInt(60),
+  /** Lifetime of a cached key record; the bound on revocation when a change notification is lost (max 5000). */
+  KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5000).default(5000),
+  /** How often expired idempotency records (older than 24 h) are reaped. */
+  IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayEnv>;

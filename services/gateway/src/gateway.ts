@@ -9,6 +9,9 @@ import { IdentityRepository } from "./store/identity.repository";
 import { Authenticator } from "./auth/authenticator";
 import { createHandlers } from "./http/handlers";
 import { createApp } from "./http/app";
+import { KeyCache, listenForKeyChanges } from "./auth/key-cache";
+import { RateLimiter } from "./ratelimit/limiter";
+import { IdempotencyStore, startReaper } from "./idempotency/idempotency";
 
 export const GATEWAY_SCHEMA = "gateway";
 
@@ -36,8 +39,25 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     deadlineMs: config.GRPC_DEADLINE_MS,
     target: "events",
   });
+  const keyCache = new KeyCache(config.KEY_CACHE_TTL_MS);
+  const keyListener =
+    config.KEY_CACHE_TTL_MS > 0
+      ? listenForKeyChanges(config.DATABASE_URL, GATEWAY_SCHEMA, keyCache, log)
+      : undefined;
+  const rateLimiter = new RateLimiter({
+    redisUrl: config.REDIS_URL,
+    keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+    perKeyPerMinute: config.RATE_LIMIT_PER_KEY_PER_MINUTE,
+    anonymousPerMinute: config.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+    log,
+  });
+  // An in-flight claim outlives the longest call it guards (the deadline) by a margin.
+  const idempotency = new IdempotencyStore(db, config.GRPC_DEADLINE_MS + 30_000);
+  const reaper = startReaper(idempotency, config.IDEMPOTENCY_REAP_INTERVAL_MS, log);
   const app = createApp({
-    authenticator: new Authenticator(identity),
+    authenticator: new Authenticator(identity, undefined, keyCache),
+    rateLimiter,
+    idempotency,
     handlers: createHandlers({ passport, events, identity }),
     log,
     docsBaseUrl: config.DOCS_BASE_URL,
@@ -71,6 +91,9 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
         });
         server.closeIdleConnections();
       });
+      reaper.stop();
+      await keyListener?.stop();
+      await rateLimiter.close();
       passport.close();
       events.close();
       await db.destroy();

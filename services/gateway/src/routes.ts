@@ -13,7 +13,13 @@ export type AuthMode =
   /** any valid key */
   | "key"
   /** a valid key that reaches the {organization} in the path, with the route's scope */
-  | "organization";
+  | "organization"
+  /**
+   * the grant endpoints: {organization} is a client; the key needs the route's
+   * scope on its OWN organization (never through a grant) and its organization
+   * must manage the client, or be the client (see Authenticator.resolveGrantTarget)
+   */
+  | "grantor";
 
 export interface RouteSpec {
   operationId: string;
@@ -29,12 +35,26 @@ export interface RouteSpec {
   /** The gRPC method the gateway calls. */
   rpc?: string;
   successStatus: number;
+  /**
+   * Takes the conditional headers Expected-Version (a non-negative integer) and If-Match (exactly `*`); a
+   * malformed one is 400 invalid_request before anything else (idempotency key, body) is looked at.
+   */
+  conditional?: boolean;
 }
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
 
 export const ROUTES: readonly RouteSpec[] = [
+  {
+    // This API's OpenAPI document (services/gateway/openapi/openapi.yaml); no credential.
+    operationId: "getOpenApiDocument",
+    method: "GET",
+    path: "/openapi.json",
+    auth: "none",
+    idempotent: false,
+    successStatus: 200,
+  },
   {
     operationId: "listCategories",
     method: "GET",
@@ -70,6 +90,35 @@ export const ROUTES: readonly RouteSpec[] = [
     successStatus: 200,
   },
   {
+    operationId: "createGrant",
+    method: "POST",
+    path: "/organizations/{organization}/grants",
+    auth: "grantor",
+    scope: "keys:admin",
+    idempotent: false,
+    bodyLimitBytes: 16 * KiB,
+    successStatus: 201,
+  },
+  {
+    operationId: "revokeGrant",
+    method: "DELETE",
+    path: "/organizations/{organization}/grants/{keyId}",
+    auth: "grantor",
+    scope: "keys:admin",
+    idempotent: false,
+    successStatus: 200,
+  },
+  {
+    operationId: "listCapabilities",
+    method: "GET",
+    path: "/organizations/{organization}/capabilities",
+    auth: "organization",
+    scope: "passports:read",
+    idempotent: false,
+    rpc: "dpp.passport.v1.PassportService/GetUsage",
+    successStatus: 200,
+  },
+  {
     operationId: "listPassports",
     method: "GET",
     path: "/organizations/{organization}/passports",
@@ -98,6 +147,89 @@ export const ROUTES: readonly RouteSpec[] = [
     scope: "passports:read",
     idempotent: false,
     rpc: "dpp.passport.v1.PassportService/GetPassport",
+    successStatus: 200,
+  },
+  {
+    operationId: "updatePassport",
+    method: "PATCH",
+    path: "/organizations/{organization}/passports/{id}",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 1 * MiB,
+    rpc: "dpp.passport.v1.PassportService/UpdatePassport",
+    successStatus: 200,
+    conditional: true,
+  },
+  {
+    operationId: "publishPassport",
+    method: "POST",
+    path: "/organizations/{organization}/passports/{id}/publish",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 4 * KiB,
+    rpc: "dpp.passport.v1.PassportService/PublishPassport",
+    successStatus: 200,
+    conditional: true,
+  },
+  {
+    operationId: "unpublishPassport",
+    method: "POST",
+    path: "/organizations/{organization}/passports/{id}/unpublish",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 1 * KiB,
+    rpc: "dpp.passport.v1.PassportService/UnpublishPassport",
+    successStatus: 200,
+    conditional: true,
+  },
+  {
+    // Not shaped by the spec: a write like unpublish, so it takes an Idempotency-Key and Expected-Version.
+    operationId: "trashPassport",
+    method: "POST",
+    path: "/organizations/{organization}/passports/{id}/trash",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 1 * KiB,
+    rpc: "dpp.passport.v1.PassportService/TrashPassport",
+    successStatus: 200,
+    conditional: true,
+  },
+  {
+    operationId: "restorePassport",
+    method: "POST",
+    path: "/organizations/{organization}/passports/{id}/restore",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 1 * KiB,
+    rpc: "dpp.passport.v1.PassportService/RestorePassport",
+    successStatus: 200,
+    conditional: true,
+  },
+  {
+    // Changes no passport (it may keep a validation record): safe to repeat, so no Idempotency-Key.
+    operationId: "validatePassport",
+    method: "POST",
+    path: "/organizations/{organization}/passports/{id}/validate",
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: false,
+    bodyLimitBytes: 1 * KiB,
+    rpc: "dpp.passport.v1.PassportService/ValidatePassport",
+    successStatus: 200,
+  },
+  {
+    operationId: "getPassportLinks",
+    method: "GET",
+    path: "/organizations/{organization}/passports/{id}/links",
+    auth: "organization",
+    scope: "passports:read",
+    idempotent: false,
+    rpc: "dpp.passport.v1.PassportService/GetPassportLinks",
     successStatus: 200,
   },
   {

@@ -18,7 +18,13 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   key:rotate   --key <key id> [--overlap <seconds, default 86400>]
   org:link     --manager <id> --client <id> [--france-mandate]
   org:unlink   --manager <id> --client <id>
-  grant        --key <key id> --org <client id> --scopes a,b
+  grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
+  grant:revoke --key <key id> --org <client id>
+  org:delegation --org <id> --status none|pending|active|revoked [--portal-brand-id <id>]
+
+A key is printed once, at creation (key:create, key:rotate); only its digest is stored.
+A managing organization may create a live key only while its own plan or a client's is an
+active Pro or Scale plan (plan_required otherwise).
 
 Scopes: ${SCOPES.join(", ")}
 The database is DATABASE_URL, else the one the running \`npm start\` wrote to .dpp/stack.json.`;
@@ -38,6 +44,7 @@ const OPTIONS = {
   manager: { type: "string" },
   client: { type: "string" },
   "france-mandate": { type: "boolean" },
+  "portal-brand-id": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -121,10 +128,20 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
       case "org:unlink":
         return await admin.unlinkClient(need(values.manager, "manager"), need(values.client, "client"));
       case "grant":
-        return await admin.grant(
+        return await admin.grantChecked(
           need(values.key, "key"),
           need(values.org, "org"),
-          need(values.scopes, "scopes").split(","),
+          need(values.scopes, "scopes")
+            .split(",")
+            .map((s) => s.trim()),
+        );
+      case "grant:revoke":
+        return await admin.revokeGrant(need(values.key, "key"), need(values.org, "org"));
+      case "org:delegation":
+        return await admin.setAffichageDelegation(
+          need(values.org, "org"),
+          need(values.status, "status"),
+          values["portal-brand-id"] ?? null,
         );
       default:
         throw new UsageError(`unknown command ${command}\n\n${USAGE}`);

@@ -1,6 +1,12 @@
 import { ApiError, planLimits, type PlanContext } from "@dpp/kit";
-import type { IdentityRepository, KeyRecord, OrganizationRecord } from "../store/identity.repository";
+import type {
+  IdentityRepository,
+  KeyRecord,
+  LinkRecord,
+  OrganizationRecord,
+} from "../store/identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
+import type { KeyCache } from "./key-cache";
 
 export interface OrganizationAccess {
   organization: OrganizationRecord;
@@ -20,7 +26,17 @@ export class Authenticator {
   constructor(
     private readonly repo: IdentityRepository,
     private readonly now: () => Date = () => new Date(),
+    private readonly cache?: KeyCache,
   ) {}
+
+  /** The key record of a digest: from the short-lived cache (see key-cache.ts), else the store. */
+  private async keyByDigest(digest: string): Promise<KeyRecord | undefined> {
+    const cached = this.cache?.get(digest);
+    if (cached) return cached;
+    const key = await this.repo.findKeyByDigest(digest);
+    if (key) this.cache?.set(digest, key);
+    return key;
+  }
 
   async authenticate(authorization: string | undefined): Promise<KeyRecord> {
     if (authorization === undefined || authorization.trim() === "")
@@ -45,7 +61,7 @@ export class Authenticator {
       throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
         reason: "format",
       });
-    const key = await this.repo.findKeyByDigest(parsed.digest);
+    const key = await this.keyByDigest(parsed.digest);
     if (!key || !digestsEqual(key.secret_digest, parsed.digest))
       throw new ApiError("invalid_key", "The API key is not known.", { reason: "unknown" });
     if (key.livemode !== parsed.livemode)
@@ -86,20 +102,8 @@ export class Authenticator {
    * answers the same 404.
    */
   async resolveOrganization(key: KeyRecord, organizationId: string): Promise<OrganizationAccess> {
-    if (organizationId === "-")
-      throw new ApiError(
-        "wildcard_not_supported",
-        "The organization '-' is reserved; name one organization.",
-        {
-          issues: [{ source: { parameter: "organization" }, rule: "wildcard_not_supported" }],
-        },
-      );
-    const notFound = () =>
-      new ApiError(
-        "organization_not_found_or_not_granted",
-        "No such organization, or this key holds no grant on it; GET /v1/organizations lists the organizations it reaches.",
-        { organization_id: organizationId },
-      );
+    checkOrganizationParam(organizationId);
+    const notFound = () => notFoundError(organizationId);
     if (organizationId.length === 0 || organizationId.length > MAX_ID_LENGTH) throw notFound();
     let scopes: string[] | undefined;
     let viaGrant = false;
@@ -120,6 +124,41 @@ export class Authenticator {
     };
   }
 
+  /**
+   * The grant endpoints. The organization in the path is the client; the key
+   * acts with the scopes it holds on its OWN organization (never through a
+   * grant), as the spec says. Who may reach the client here:
+   * - a key of an organization that manages the client (accepted link): role "manager";
+   * - the client's own key: role "client" (it may end a key's access itself);
+   * - a former manager (link ended): role "former_manager" (refused later with grantor_not_seated).
+   * Anything else is the same 404 as for a nonexistent organization.
+   */
+  async resolveGrantTarget(key: KeyRecord, organizationId: string): Promise<GrantTargetAccess> {
+    checkOrganizationParam(organizationId);
+    const client =
+      organizationId.length <= MAX_ID_LENGTH ? await this.repo.findOrganization(organizationId) : undefined;
+    if (!client) throw notFound(organizationId);
+    const own = await this.repo.findOrganization(key.organization_id);
+    if (!own) throw notFound(organizationId);
+    let role: GrantTargetAccess["role"];
+    let link: LinkRecord | undefined;
+    if (client.id === key.organization_id) role = "client";
+    else {
+      link = await this.repo.findLink(key.organization_id, client.id);
+      if (!link) throw notFound(organizationId);
+      role = link.status === "accepted" ? "manager" : "former_manager";
+    }
+    return {
+      organization: own,
+      client,
+      link,
+      role,
+      scopes: key.scopes,
+      viaGrant: false,
+      plan: planContext(own.plan_id, own.subscription_status),
+    };
+  }
+
   requireScope(access: OrganizationAccess, scope: Scope): void {
     if (!scopeAllows(access.scopes, scope))
       throw new ApiError(
@@ -132,6 +171,29 @@ export class Authenticator {
       );
   }
 }
+
+/** Access to the grant endpoints (see resolveGrantTarget); `organization` is the caller's own. */
+export interface GrantTargetAccess extends OrganizationAccess {
+  client: OrganizationRecord;
+  link: LinkRecord | undefined;
+  role: "manager" | "client" | "former_manager";
+}
+
+function checkOrganizationParam(organizationId: string): void {
+  if (organizationId === "-")
+    throw new ApiError("wildcard_not_supported", "The organization '-' is reserved; name one organization.", {
+      issues: [{ source: { parameter: "organization" }, rule: "wildcard_not_supported" }],
+    });
+}
+
+function notFoundError(organizationId: string): ApiError {
+  return new ApiError(
+    "organization_not_found_or_not_granted",
+    "No such organization, or this key holds no grant on it; GET /v1/organizations lists the organizations it reaches.",
+    { organization_id: organizationId },
+  );
+}
+const notFound = notFoundError;
 
 /** The entitlements of a plan, as carried in the request context. */
 export function planContext(planId: string, subscriptionStatus: string): PlanContext {

@@ -3,8 +3,19 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { ApiError, toEnvelope, type Logger, type RequestContext } from "@dpp/kit";
 import { allowedMethods, expressPath, ROUTES, type RouteSpec } from "../routes";
 import type { Authenticator, OrganizationAccess } from "../auth/authenticator";
+import type { RateLimiter } from "../ratelimit/limiter";
+import {
+  fingerprintOf,
+  IDEMPOTENCY_HEADER,
+  isRecordable,
+  readIdempotencyKey,
+  REPLAYED_HEADER,
+  type IdempotencyStore,
+  type RecordedResponse,
+} from "../idempotency/idempotency";
 import type { KeyRecord } from "../store/identity.repository";
-import type { Handler } from "./handlers";
+import type { Conditional, Handler } from "./handlers";
+import { docsPage } from "./docs";
 
 export interface AppDeps {
   authenticator: Authenticator;
@@ -15,12 +26,22 @@ export interface AppDeps {
   /** Readiness: resolves when the gateway can serve (its database answers). */
   ready: () => Promise<void>;
   routes?: readonly RouteSpec[];
+  /** Rate limits (absent: none, e.g. in tests of other concerns). */
+  rateLimiter?: RateLimiter;
+  /** Idempotency records for routes marked `idempotent` (absent: keys are checked but not honoured). */
+  idempotency?: IdempotencyStore;
 }
 
 interface Locals {
   requestId: string;
   key?: KeyRecord;
   access?: OrganizationAccess;
+  /** Syntax-checked Idempotency-Key of an idempotent route. */
+  idempotencyKey?: string;
+  /** The claimed idempotency record, until its answer is recorded or released. */
+  idempotencyClaim?: number;
+  /** Syntax-checked conditional headers of a `conditional` route. */
+  conditional?: Conditional;
 }
 
 const locals = (res: Response) => res.locals as Locals;
@@ -70,6 +91,8 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
 
+  // The API reference (GET /v1/openapi.json is the raw document, in the route table).
+  app.get("/docs", docsPage);
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
@@ -88,7 +111,15 @@ export function createApp(deps: AppDeps): express.Express {
       const handler = deps.handlers[spec.operationId];
       if (!handler) throw new Error(`no handler for ${spec.operationId}`);
       const method = spec.method.toLowerCase() as "get" | "post" | "patch" | "delete";
-      route[method](authenticate(spec, deps.authenticator), ...bodyParsing(spec), run(spec, handler));
+      route[method](
+        authenticate(spec, deps.authenticator),
+        rateLimit(deps.rateLimiter),
+        conditionalHeaders(spec),
+        idempotencyKeySyntax(spec),
+        ...bodyParsing(spec),
+        idempotencyClaim(spec, deps),
+        run(spec, handler, deps),
+      );
     }
     const allow = allowedMethods(routes, path).join(", ");
     route.all((req, _res, next) =>
@@ -138,9 +169,128 @@ function authenticate(spec: RouteSpec, auth: Authenticator) {
       const access = await auth.resolveOrganization(key, req.params.organization as string);
       if (spec.scope) auth.requireScope(access, spec.scope);
       locals(res).access = access;
+    } else if (spec.auth === "grantor") {
+      // Grant endpoints: the key's scopes on its own organization, never a grant (see resolveGrantTarget).
+      const access = await auth.resolveGrantTarget(key, req.params.organization as string);
+      if (spec.scope) auth.requireScope(access, spec.scope);
+      locals(res).access = access;
     }
     next();
   };
+}
+
+/** Per-key (or, without a key, per-client-address) limits; RateLimit fields on every limited response. */
+function rateLimit(limiter: RateLimiter | undefined) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    if (!limiter) return next();
+    const key = locals(res).key;
+    const decision = key
+      ? await limiter.consume("key", key.id)
+      : await limiter.consume("anonymous", req.ip ?? req.socket.remoteAddress ?? "unknown");
+    for (const [k, v] of Object.entries(decision.headers)) res.setHeader(k, v);
+    next();
+  };
+}
+
+/**
+ * Expected-Version (a non-negative integer) and If-Match (exactly `*`; an ETag or anything else is refused) on
+ * `conditional` routes: a malformed one is 400 invalid_request before any idempotency key is claimed or any body
+ * read, so it is never recorded and the client fixes the header and retries under the same key.
+ */
+function conditionalHeaders(spec: RouteSpec) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!spec.conditional) return next();
+    const bad = (header: string, rule: string, message: string) =>
+      next(new ApiError("invalid_request", message, { issues: [{ source: { header }, rule, message }] }));
+    const conditional: Conditional = { ifMatchAny: false };
+    const ev = req.headersDistinct["expected-version"];
+    if (ev !== undefined) {
+      const v = ev.length === 1 ? ev[0]!.trim() : "";
+      if (!/^\d{1,9}$/.test(v))
+        return bad(
+          "Expected-Version",
+          "non_negative_integer",
+          "Expected-Version must be one non-negative integer: the passport version read earlier.",
+        );
+      conditional.expectedVersion = Number(v);
+    }
+    const im = req.headersDistinct["if-match"];
+    if (im !== undefined) {
+      if (im.length !== 1 || im[0]!.trim() !== "*")
+        return bad(
+          "If-Match",
+          "asterisk_only",
+          "If-Match accepts only `*`; use Expected-Version with the passport's version instead of an ETag.",
+        );
+      conditional.ifMatchAny = true;
+    }
+    locals(res).conditional = conditional;
+    next();
+  };
+}
+
+/** 400 for a malformed Idempotency-Key before anything is claimed (the client retries with the same key). */
+function idempotencyKeySyntax(spec: RouteSpec) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!spec.idempotent) return next();
+    const values = req.headersDistinct[IDEMPOTENCY_HEADER];
+    locals(res).idempotencyKey = readIdempotencyKey(values?.length === 1 ? values[0] : values);
+    next();
+  };
+}
+
+/** The normalised request path of a route: /v1 + the spec path with the parameters filled in. */
+function canonicalPath(spec: RouteSpec, params: Record<string, string>): string {
+  return (
+    "/v1" + spec.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(params[name] ?? ""))
+  );
+}
+
+/** Claims the key (in flight), or replays the recorded answer, or refuses (conflict / busy). */
+function idempotencyClaim(spec: RouteSpec, deps: AppDeps) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const l = locals(res);
+    if (!spec.idempotent || !deps.idempotency || l.idempotencyKey === undefined || !l.key) return next();
+    const path = canonicalPath(spec, req.params as Record<string, string>);
+    const result = await deps.idempotency.claim(
+      {
+        organizationId: l.access?.organization.id ?? "",
+        livemode: l.key.livemode,
+        callerOrganizationId: l.key.organization_id,
+        key: l.idempotencyKey,
+      },
+      fingerprintOf(req.method, path, req.body),
+      { method: req.method, path, requestId: l.requestId, keyId: l.key.id },
+    );
+    if (result.kind === "replay") {
+      const r = result.response;
+      for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+      res.setHeader(REPLAYED_HEADER, "true");
+      res.status(r.status).type("application/json").send(r.body);
+      return;
+    }
+    l.idempotencyClaim = result.id;
+    next();
+  };
+}
+
+/** Records the answer against the claimed key (before it is sent), or releases the key. */
+async function settleIdempotency(
+  deps: AppDeps,
+  res: Response,
+  outcome: { record: RecordedResponse } | { release: true },
+): Promise<void> {
+  const l = locals(res);
+  const id = l.idempotencyClaim;
+  if (id === undefined || !deps.idempotency) return;
+  l.idempotencyClaim = undefined;
+  try {
+    if ("record" in outcome) await deps.idempotency.finish(id, outcome.record);
+    else await deps.idempotency.release(id);
+  } catch (err) {
+    deps.log.error({ err, request_id: l.requestId }, "could not settle the idempotency record; releasing it");
+    await deps.idempotency.release(id).catch(() => undefined);
+  }
 }
 
 /** 415 for a body that is not JSON, then the JSON parser with the route's ceiling. */
@@ -179,7 +329,7 @@ function contextOf(res: Response): RequestContext {
   return ctx;
 }
 
-function run(spec: RouteSpec, handler: Handler) {
+function run(spec: RouteSpec, handler: Handler, deps: AppDeps) {
   return async (req: Request, res: Response) => {
     const l = locals(res);
     const out = await handler({
@@ -189,9 +339,13 @@ function run(spec: RouteSpec, handler: Handler) {
       ctx: contextOf(res),
       key: l.key,
       access: l.access,
+      conditional: l.conditional,
     });
+    const status = out.status ?? spec.successStatus;
+    const text = JSON.stringify(out.body);
+    await settleIdempotency(deps, res, { record: { status, body: text, headers: out.headers ?? {} } });
     if (out.headers) for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
-    res.status(out.status ?? spec.successStatus).json(out.body);
+    res.status(status).type("application/json").send(text);
   };
 }
 
@@ -244,7 +398,16 @@ function errorHandler(deps: AppDeps) {
       }
     }
     if (res.headersSent) return;
-    for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
-    res.status(apiErr.status).json(toEnvelope(apiErr, requestId, deps.docsBaseUrl));
+    const text = JSON.stringify(toEnvelope(apiErr, requestId, deps.docsBaseUrl));
+    const send = () => {
+      if (res.headersSent) return;
+      for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
+      res.status(apiErr.status).type("application/json").send(text);
+    };
+    if (locals(res).idempotencyClaim === undefined) return send();
+    const outcome = isRecordable(err)
+      ? { record: { status: apiErr.status, body: text, headers: apiErr.headers } }
+      : ({ release: true } as const);
+    void settleIdempotency(deps, res, outcome).finally(send);
   };
 }

@@ -5,8 +5,20 @@
 import { ApiError, invalidParameter, type ClientOf, type RequestContext } from "@dpp/kit";
 import type { eventsV1, passportV1 } from "@dpp/proto";
 import type { IdentityRepository, KeyRecord } from "../store/identity.repository";
-import type { OrganizationAccess } from "../auth/authenticator";
-import { categoryJson, categorySchemaJson, eventJson, list, passportJson } from "./mapping";
+import type { GrantTargetAccess, OrganizationAccess } from "../auth/authenticator";
+import { Grants } from "../grants/grants";
+import { computeCapabilities } from "../capabilities/capabilities";
+import {
+  categoryJson,
+  categorySchemaJson,
+  eventJson,
+  list,
+  passportJson,
+  passportLinksJson,
+  publishedPassportJson,
+  validationJson,
+} from "./mapping";
+import { OPENAPI_DOCUMENT } from "../openapi.generated";
 
 export interface HandlerInput {
   params: Record<string, string>;
@@ -15,6 +27,13 @@ export interface HandlerInput {
   ctx: RequestContext;
   key?: KeyRecord;
   access?: OrganizationAccess;
+  /** Expected-Version / If-Match of a `conditional` route, syntax already checked. */
+  conditional?: Conditional;
+}
+
+export interface Conditional {
+  expectedVersion?: number;
+  ifMatchAny: boolean;
 }
 
 export interface HandlerResult {
@@ -45,6 +64,26 @@ function many(query: Record<string, unknown>, name: string): string[] {
   return (Array.isArray(v) ? v : [v]).map(String);
 }
 
+/** Lifecycle calls take no body; an empty object is accepted, any member is refused. */
+function noBody(body: unknown): void {
+  if (body === undefined) return;
+  bodyJson(body);
+  const keys = Object.keys(body as object);
+  if (keys.length)
+    throw new ApiError("validation_failed", "This operation takes no body.", {
+      issues: keys.map((k) => ({
+        source: { pointer: `/${k.replace(/~/g, "~0").replace(/\//g, "~1")}` },
+        rule: "unknown_field",
+        message: `${k} is not a field of this body.`,
+      })),
+    });
+}
+
+/** The conditional headers as request fields. */
+function conditionalFields(c: Conditional | undefined) {
+  return { expectedVersion: c?.expectedVersion, ifMatchAny: c?.ifMatchAny ?? false };
+}
+
 /** The body must be a JSON object; anything else is a validation failure at the root. */
 function bodyJson(body: unknown): string {
   if (body === undefined) return "{}";
@@ -57,7 +96,39 @@ function bodyJson(body: unknown): string {
 
 export function createHandlers(deps: HandlerDeps): Record<string, Handler> {
   const { passport, events, identity } = deps;
+  const grants = new Grants(identity);
+  const grantor = (key: KeyRecord | undefined, access: OrganizationAccess | undefined) => {
+    const a = access as GrantTargetAccess;
+    return { organizationId: key!.organization_id, livemode: key!.livemode, role: a.role, link: a.link };
+  };
   return {
+    createGrant: async ({ key, access, params, body }) => {
+      const out = await grants.create(grantor(key, access), params.organization!, body);
+      return { status: 201, body: out.grant };
+    },
+
+    revokeGrant: async ({ key, access, params }) => {
+      return { body: await grants.revoke(grantor(key, access), params.organization!, params.keyId!) };
+    },
+
+    listCapabilities: async ({ ctx, key, access }) => {
+      const organization = access!.organization;
+      const [usage, hasLiveKey] = await Promise.all([
+        passport.getUsage({}, { context: ctx }),
+        identity.hasUsableKey(organization.id, true),
+      ]);
+      const data = computeCapabilities({
+        organization,
+        livemode: key!.livemode,
+        publishedCount: usage.publishedCount,
+        documentsUsed: 0,
+        hasLiveKey,
+      });
+      return { body: list(data, false, null) };
+    },
+
+    getOpenApiDocument: async () => ({ body: OPENAPI_DOCUMENT }),
+
     listCategories: async ({ ctx }) => {
       const res = await passport.listCategories({}, { context: ctx });
       return { body: list(res.categories.map(categoryJson), false, null) };
@@ -127,6 +198,66 @@ export function createHandlers(deps: HandlerDeps): Record<string, Handler> {
     getPassport: async ({ ctx, params }) => {
       const res = await passport.getPassport({ id: params.id }, { context: ctx });
       return { body: passportJson(res.passport!) };
+    },
+
+    updatePassport: async ({ ctx, params, body, conditional }) => {
+      const res = await passport.updatePassport(
+        { id: params.id, patchJson: bodyJson(body), ...conditionalFields(conditional) },
+        { context: ctx },
+      );
+      return { body: passportJson(res.passport!) };
+    },
+
+    publishPassport: async ({ ctx, params, body, conditional }) => {
+      const res = await passport.publishPassport(
+        {
+          id: params.id,
+          bodyJson: body === undefined ? "" : bodyJson(body),
+          ...conditionalFields(conditional),
+        },
+        { context: ctx },
+      );
+      return { body: publishedPassportJson(res.passport!, res.warnings) };
+    },
+
+    unpublishPassport: async ({ ctx, params, body, conditional }) => {
+      noBody(body);
+      const res = await passport.unpublishPassport(
+        { id: params.id, ...conditionalFields(conditional) },
+        { context: ctx },
+      );
+      return { body: passportJson(res.passport!) };
+    },
+
+    trashPassport: async ({ ctx, params, body, conditional }) => {
+      noBody(body);
+      const res = await passport.trashPassport(
+        { id: params.id, ...conditionalFields(conditional) },
+        { context: ctx },
+      );
+      return { body: passportJson(res.passport!) };
+    },
+
+    restorePassport: async ({ ctx, params, body, conditional }) => {
+      noBody(body);
+      const res = await passport.restorePassport(
+        { id: params.id, ...conditionalFields(conditional) },
+        { context: ctx },
+      );
+      return { body: passportJson(res.passport!) };
+    },
+
+    validatePassport: async ({ ctx, params, body }) => {
+      const res = await passport.validatePassport(
+        { id: params.id, bodyJson: body === undefined ? "" : bodyJson(body) },
+        { context: ctx },
+      );
+      return { body: validationJson(res.validation!) };
+    },
+
+    getPassportLinks: async ({ ctx, params }) => {
+      const res = await passport.getPassportLinks({ id: params.id }, { context: ctx });
+      return { body: passportLinksJson(res.links!) };
     },
 
     listEvents: async ({ ctx, query }) => {

@@ -24,7 +24,30 @@ export interface OrganizationRecord {
   plan_id: string;
   subscription_status: string;
   created_at: Date;
+  affichage_delegation_status: "none" | "pending" | "active" | "revoked";
+  affichage_portal_brand_id: string | null;
+  affichage_delegated_at: Date | null;
 }
+
+export interface LinkRecord {
+  manager_organization_id: string;
+  client_organization_id: string;
+  status: "accepted" | "ended";
+  france_mandate_confirmed_at: Date | null;
+  created_at: Date;
+  ended_at: Date | null;
+}
+
+export interface GrantRecord {
+  key_id: string;
+  organization_id: string;
+  scopes: string[];
+  granted_at: Date;
+  revoked_at: Date | null;
+}
+
+/** Channel on which key changes are announced so every gateway evicts its key cache entry. */
+export const KEY_CHANGED_CHANNEL = "gateway_key_changed";
 
 export interface ConnectionRecord {
   organization_id: string;
@@ -140,22 +163,84 @@ export class IdentityRepository {
       .executeTakeFirstOrThrow();
   }
 
+  /** Revokes a key and announces it (NOTIFY) so gateways drop it from their key cache at once. */
   async revokeKey(id: string): Promise<KeyRecord | undefined> {
-    return this.db
-      .updateTable("api_key")
-      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
-      .where("id", "=", id)
-      .returningAll()
-      .executeTakeFirst();
+    return this.db.transaction().execute(async (trx) => {
+      const k = await trx
+        .updateTable("api_key")
+        .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirst();
+      if (k) await sql`select pg_notify(${KEY_CHANGED_CHANNEL}, ${k.id})`.execute(trx);
+      return k;
+    });
   }
 
   async markRotated(id: string, replacedBy: string, overlapEndsAt: Date): Promise<KeyRecord | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const k = await trx
+        .updateTable("api_key")
+        .set({
+          rotated_at: sql<Date>`now()`,
+          rotation_overlap_ends_at: overlapEndsAt,
+          replaced_by_key_id: replacedBy,
+        })
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirst();
+      if (k) await sql`select pg_notify(${KEY_CHANGED_CHANNEL}, ${k.id})`.execute(trx);
+      return k;
+    });
+  }
+
+  async findLink(managerId: string, clientId: string): Promise<LinkRecord | undefined> {
     return this.db
-      .updateTable("api_key")
+      .selectFrom("managed_link")
+      .selectAll()
+      .where("manager_organization_id", "=", managerId)
+      .where("client_organization_id", "=", clientId)
+      .executeTakeFirst();
+  }
+
+  /** Clients an organization manages (accepted links), with their plans. */
+  async acceptedClients(managerId: string): Promise<OrganizationRecord[]> {
+    return this.db
+      .selectFrom("managed_link as l")
+      .innerJoin("organization as o", "o.id", "l.client_organization_id")
+      .selectAll("o")
+      .where("l.manager_organization_id", "=", managerId)
+      .where("l.status", "=", "accepted")
+      .orderBy("o.id")
+      .execute();
+  }
+
+  /** Whether the organization holds a usable (unrevoked, unexpired) key in this mode. */
+  async hasUsableKey(organizationId: string, livemode: boolean): Promise<boolean> {
+    const row = await this.db
+      .selectFrom("api_key")
+      .select("id")
+      .where("organization_id", "=", organizationId)
+      .where("livemode", "=", livemode)
+      .where("revoked_at", "is", null)
+      .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", sql<Date>`now()`)]))
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async setAffichageDelegation(
+    id: string,
+    status: OrganizationRecord["affichage_delegation_status"],
+    portalBrandId: string | null,
+  ) {
+    return this.db
+      .updateTable("organization")
       .set({
-        rotated_at: sql<Date>`now()`,
-        rotation_overlap_ends_at: overlapEndsAt,
-        replaced_by_key_id: replacedBy,
+        affichage_delegation_status: status,
+        affichage_portal_brand_id: portalBrandId,
+        affichage_delegated_at:
+          status === "active" ? sql<Date>`coalesce(affichage_delegated_at, now())` : null,
       })
       .where("id", "=", id)
       .returningAll()
@@ -207,6 +292,7 @@ export class IdentityRepository {
     });
   }
 
+  /** Operator override (admin `Admin.grant`): sets a grant without the API's rules. */
   async upsertGrant(keyId: string, clientId: string, scopes: string[]) {
     return this.db
       .insertInto("grant")
@@ -222,5 +308,75 @@ export class IdentityRepository {
       )
       .returningAll()
       .executeTakeFirstOrThrow();
+  }
+
+  /** The grant row of a key on a client (active or ended), if any. */
+  async findGrant(keyId: string, clientId: string): Promise<GrantRecord | undefined> {
+    return this.db
+      .selectFrom("grant")
+      .selectAll()
+      .where("key_id", "=", keyId)
+      .where("organization_id", "=", clientId)
+      .executeTakeFirst();
+  }
+
+  /**
+   * Creates the grant, or re-opens an ended one, unless an active grant exists:
+   * then that grant is returned unchanged with created = false. One statement,
+   * so two concurrent grants of the same key cannot both win.
+   */
+  async createGrant(
+    keyId: string,
+    clientId: string,
+    scopes: string[],
+    managerId: string,
+  ): Promise<{ grant: GrantRecord; created: boolean } | { linkEnded: true }> {
+    return this.db.transaction().execute(async (trx) => {
+      // Lock the link: ending the arrangement (endLink) updates this row, so a grant
+      // cannot slip in after the arrangement ended and come back to life on a new link.
+      const link = await trx
+        .selectFrom("managed_link")
+        .select("status")
+        .where("manager_organization_id", "=", managerId)
+        .where("client_organization_id", "=", clientId)
+        .forShare()
+        .executeTakeFirst();
+      if (link?.status !== "accepted") return { linkEnded: true as const };
+      const inserted = await trx
+        .insertInto("grant")
+        .values({
+          key_id: keyId,
+          organization_id: clientId,
+          scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[],
+        })
+        .onConflict((oc) =>
+          oc
+            .columns(["key_id", "organization_id"])
+            .doUpdateSet({ scopes: sql`excluded.scopes`, revoked_at: null, granted_at: sql`now()` })
+            .where("grant.revoked_at", "is not", null),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { grant: inserted, created: true };
+      const existing = await trx
+        .selectFrom("grant")
+        .selectAll()
+        .where("key_id", "=", keyId)
+        .where("organization_id", "=", clientId)
+        .executeTakeFirstOrThrow();
+      return { grant: existing, created: false };
+    });
+  }
+
+  /** Ends one active grant; undefined when there was none. */
+  async revokeGrant(keyId: string, clientId: string): Promise<GrantRecord | undefined> {
+    return this.db
+      .updateTable("grant")
+      .set({ revoked_at: sql<Date>`now()` })
+      .where("key_id", "=", keyId)
+      .where("organization_id", "=", clientId)
+      .where("revoked_at", "is", null)
+      .returningAll()
+      .executeTakeFirst();
   }
 }

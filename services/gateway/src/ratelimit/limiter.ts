@@ -1,0 +1,143 @@
+/**
+ * Rate limits (docs/decisions/0010): fixed one-minute windows from
+ * rate-limiter-flexible, counted in Redis (REDIS_URL) so every gateway replica
+ * shares them, with an in-process RateLimiterMemory as insurance. When Redis is
+ * unset, down or slow, the in-process limiter answers: fail open to per-process
+ * limits, logged, never a 5xx.
+ *
+ * - anonymous callers (category endpoints without a key): ANON limit per client address;
+ * - authenticated callers: the per-key limit, per key id (all modes and organizations).
+ */
+import { Redis } from "ioredis";
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from "rate-limiter-flexible";
+import { ApiError, type Logger } from "@dpp/kit";
+
+export interface RateLimitOptions {
+  redisUrl?: string;
+  keyPrefix: string;
+  perKeyPerMinute: number;
+  anonymousPerMinute: number;
+  log: Logger;
+}
+
+export type Bucket = "anonymous" | "key";
+
+export interface RateLimitDecision {
+  /** Response headers for every limited response (draft IETF RateLimit fields). */
+  headers: Record<string, string>;
+}
+
+const WINDOW_S = 60;
+const POLICY: Record<Bucket, string> = { anonymous: "anonymous", key: "per-key" };
+
+export class RateLimiter {
+  private readonly limiters: Record<Bucket, RateLimiterAbstract>;
+  private readonly quota: Record<Bucket, number>;
+  private readonly redis?: Redis;
+  private redisState: "unknown" | "up" | "down" = "unknown";
+
+  constructor(private readonly o: RateLimitOptions) {
+    this.quota = { anonymous: o.anonymousPerMinute, key: o.perKeyPerMinute };
+    if (o.redisUrl) {
+      this.redis = new Redis(o.redisUrl, {
+        enableOfflineQueue: false,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        commandTimeout: 250,
+        connectTimeout: 1000,
+        retryStrategy: (times) => Math.min(times * 200, 2000),
+        protocol: 2,
+      });
+      // ioredis reports every failed reconnect; log state changes only.
+      this.redis.on("ready", () => {
+        if (this.redisState !== "up") o.log.info({ redis: "ready" }, "rate limits counted in Redis");
+        this.redisState = "up";
+      });
+      this.redis.on("error", (err: Error) => this.down(err.message));
+      this.redis.on("end", () => this.down("connection ended"));
+      this.redis.connect().catch((err: Error) => this.down(err.message));
+    } else {
+      o.log.info("REDIS_URL is not set: rate limits are counted in this process");
+    }
+    const make = (bucket: Bucket): RateLimiterAbstract => {
+      const memory = new RateLimiterMemory({
+        keyPrefix: `${o.keyPrefix}:${bucket}`,
+        points: this.quota[bucket],
+        duration: WINDOW_S,
+      });
+      if (!this.redis) return memory;
+      return new RateLimiterRedis({
+        storeClient: this.redis,
+        keyPrefix: `${o.keyPrefix}:${bucket}`,
+        points: this.quota[bucket],
+        duration: WINDOW_S,
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: memory,
+      });
+    };
+    this.limiters = { anonymous: make("anonymous"), key: make("key") };
+  }
+
+  private down(reason: string) {
+    if (this.redisState !== "down")
+      this.o.log.warn(
+        { redis: "down", reason },
+        "Redis unavailable: rate limits fall back to in-process counters",
+      );
+    this.redisState = "down";
+  }
+
+  get usingRedis(): boolean {
+    return this.redisState === "up";
+  }
+
+  /** Counts one request; throws 429 rate_limited (with Retry-After and RateLimit fields) when over. */
+  async consume(bucket: Bucket, id: string): Promise<RateLimitDecision> {
+    const quota = this.quota[bucket];
+    const policy = `"${POLICY[bucket]}";q=${quota};w=${WINDOW_S}`;
+    let res: RateLimiterRes;
+    try {
+      res = await this.limiters[bucket].consume(id, 1);
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+        throw new ApiError(
+          "rate_limited",
+          `Too many requests: the limit is ${quota} per ${WINDOW_S} seconds; retry after ${retryAfter} s.`,
+          { limit: quota, window_seconds: WINDOW_S, policy: POLICY[bucket], retry_after_seconds: retryAfter },
+          {
+            "Retry-After": String(retryAfter),
+            "RateLimit-Policy": policy,
+            RateLimit: `"${POLICY[bucket]}";r=0;t=${retryAfter}`,
+          },
+        );
+      }
+      // Anything else is a limiter fault: fail open, logged.
+      this.o.log.warn(
+        { err: { message: (err as Error)?.message } },
+        "rate limiter failed; request let through",
+      );
+      return { headers: {} };
+    }
+    return {
+      headers: {
+        "RateLimit-Policy": policy,
+        RateLimit: `"${POLICY[bucket]}";r=${Math.max(0, res.remainingPoints)};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`,
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.redis) {
+      this.redisState = "down";
+      this.redis.removeAllListeners();
+      this.redis.on("error", () => undefined);
+      this.redis.disconnect();
+    }
+  }
+}
