@@ -1584,10 +1584,10 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
       "ExpectedVersion": {
         "name": "Expected-Version",
         "in": "header",
-        "description": "The `version` read earlier. If the resource changed meanwhile the write is\nrefused with 412 `precondition_failed`. The only supported way to make a\nread-modify-write safe.\n",
+        "description": "The `version` read earlier. If the resource changed meanwhile the write is\nrefused with 412 `precondition_failed`. The only supported way to make a\nread-modify-write safe. A non-negative integer; anything else is 400\n`invalid_request` before the request does anything.\n",
         "schema": {
           "type": "integer",
-          "minimum": 1
+          "minimum": 0
         }
       },
       "IfMatch": {

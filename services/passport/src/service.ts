@@ -1,7 +1,6 @@
 import {
   addService,
   createBus,
-  loadKafkaEnv,
   createDb,
   migrateBus,
   migrateSchema,
@@ -46,8 +45,8 @@ export async function startPassportService(
     max: config.DB_POOL_MAX,
     log,
   });
-  // Kafka when KAFKA_BROKERS is set (validated here: passport's schema does not list the KAFKA_* variables).
-  const bus = createBus({ ...config, ...loadKafkaEnv() }, log, { serviceName: "passport" });
+  // Kafka when KAFKA_BROKERS is set, else the Postgres-table bus.
+  const bus = createBus(config, log, { serviceName: "passport" });
   const relay = new OutboxRelay(db, bus, log, {
     schema: PASSPORT_SCHEMA,
     intervalMs: config.RELAY_INTERVAL_MS,
