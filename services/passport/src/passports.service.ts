@@ -7,14 +7,11 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import {
   ApiError,
-  domainEvent,
   isUniqueViolation,
   lockKey,
   newId,
-  passportRelated,
   requireTenant,
   validationFailed,
-  writeOutbox,
   type Issue,
   type RequestContext,
   type TenantContext,
@@ -162,27 +159,19 @@ export class Passports {
               .execute();
           if (next.gtin) await this.repo.claimGtin(trx, t, next.gtin, id, "lead", id);
         }
-        const updated = await trx
-          .updateTable("passport")
-          .set({
+        const updated = await this.repo.applyChange(
+          trx,
+          t,
+          current,
+          {
             data: JSON.stringify(next.data),
             gtin: next.gtin,
             serial_number: next.serialNumber,
             external_id: next.externalId,
-            version: sql<number>`version + 1`,
-            updated_at: sql<Date>`now()`,
-          })
-          .where("organization_id", "=", t.organizationId)
-          .where("livemode", "=", t.livemode)
-          .where("id", "=", id)
-          .where("version", "=", current.version)
-          .returningAll()
-          .executeTakeFirst();
-        if (!updated) throw preconditionFailed(current.version, expectedVersion);
-        await writeOutbox(
-          trx,
-          domainEvent("passport.updated", t, passportRelated(updated, current.status), updated.updated_at),
+          },
+          "passport.updated",
         );
+        if (!updated) throw preconditionFailed(current.version, expectedVersion);
         return { row: updated, wrote: true };
       });
       if (wrote) this.o.onCommitted();
@@ -222,25 +211,14 @@ export class Passports {
           "A connector cannot take a passport offline; a person can unpublish it.",
           { passport_id: id, status: current.status, review_url: this.passportReviewUrl(t, id) },
         );
-      const updated = await trx
-        .updateTable("passport")
-        .set({
-          status: rule.to,
-          version: sql<number>`version + 1`,
-          updated_at: sql<Date>`now()`,
-          trashed_at: rule.to === "trashed" ? sql<Date>`now()` : null,
-        })
-        .where("organization_id", "=", t.organizationId)
-        .where("livemode", "=", t.livemode)
-        .where("id", "=", id)
-        .where("version", "=", current.version)
-        .returningAll()
-        .executeTakeFirst();
-      if (!updated) throw preconditionFailed(current.version, expectedVersion);
-      await writeOutbox(
+      const updated = await this.repo.applyChange(
         trx,
-        domainEvent(rule.event, t, passportRelated(updated, current.status), updated.updated_at),
+        t,
+        current,
+        { status: rule.to, trashed_at: rule.to === "trashed" ? sql<Date>`now()` : null },
+        rule.event,
       );
+      if (!updated) throw preconditionFailed(current.version, expectedVersion);
       return updated;
     });
     this.o.onCommitted();
@@ -276,25 +254,14 @@ export class Passports {
         return { approvalId } as const;
       }
       if (current.gtin) await this.repo.claimGtin(trx, t, current.gtin, id, "lead", id);
-      const updated = await trx
-        .updateTable("passport")
-        .set({
-          status: "published",
-          published_at: sql<Date>`now()`,
-          version: sql<number>`version + 1`,
-          updated_at: sql<Date>`now()`,
-        })
-        .where("organization_id", "=", t.organizationId)
-        .where("livemode", "=", t.livemode)
-        .where("id", "=", id)
-        .where("version", "=", current.version)
-        .returningAll()
-        .executeTakeFirst();
-      if (!updated) throw preconditionFailed(current.version, expectedVersion);
-      await writeOutbox(
+      const updated = await this.repo.applyChange(
         trx,
-        domainEvent("passport.published", t, passportRelated(updated, current.status), updated.updated_at),
+        t,
+        current,
+        { status: "published", published_at: sql<Date>`now()` },
+        "passport.published",
       );
+      if (!updated) throw preconditionFailed(current.version, expectedVersion);
       return { row: updated } as const;
     });
     if ("approvalId" in outcome) {
@@ -584,17 +551,7 @@ export class Passports {
   }
 
   private async lockRow(trx: Transaction<PassportDB>, t: TenantContext, id: string): Promise<PassportRow> {
-    const row =
-      id.length <= 255
-        ? await trx
-            .selectFrom("passport")
-            .selectAll()
-            .where("organization_id", "=", t.organizationId)
-            .where("livemode", "=", t.livemode)
-            .where("id", "=", id)
-            .forUpdate()
-            .executeTakeFirst()
-        : undefined;
+    const row = id.length <= 255 ? await this.repo.lockForUpdate(trx, t, id) : undefined;
     if (!row) throw notFound(id);
     return row;
   }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from "kysely";
+import { sql, type Kysely, type RawBuilder, type Selectable, type Updateable } from "kysely";
 import {
   ApiError,
   domainEvent,
@@ -10,8 +10,17 @@ import {
 } from "@dpp/kit";
 import type { PassportDB, PassportTable } from "./schema";
 import type { NewPassport } from "../domain/create-passport";
+import type { PassportEventType } from "../domain/lifecycle";
 
 export type PassportRow = Selectable<PassportTable>;
+
+type Timestamp = Date | null | RawBuilder<Date>;
+
+/** The columns a write may set; version and updated_at are the repository's to move. */
+export type PassportChange = Omit<
+  Updateable<PassportTable>,
+  "organization_id" | "livemode" | "id" | "version" | "updated_at" | "published_at" | "trashed_at"
+> & { published_at?: Timestamp; trashed_at?: Timestamp };
 
 export interface GtinHolder {
   passport_id: string;
@@ -141,6 +150,51 @@ export class PassportRepository {
       role: holder?.role ?? null,
       issues: [{ source: { pointer }, rule: "gtin_in_use" }],
     });
+  }
+
+  /** Reads a tenant's passport and locks its row until the transaction ends. */
+  async lockForUpdate(
+    trx: Kysely<PassportDB>,
+    t: TenantContext,
+    id: string,
+  ): Promise<PassportRow | undefined> {
+    return trx
+      .selectFrom("passport")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .forUpdate()
+      .executeTakeFirst();
+  }
+
+  /**
+   * Writes a change to a passport read in this transaction, only if its version is still the one read
+   * (`WHERE version = <read>`), moves version and updated_at, and records the event in the outbox in the same
+   * transaction. Undefined when the version moved meanwhile.
+   */
+  async applyChange(
+    trx: Kysely<PassportDB>,
+    t: TenantContext,
+    current: PassportRow,
+    change: PassportChange,
+    event: PassportEventType,
+  ): Promise<PassportRow | undefined> {
+    const updated = await trx
+      .updateTable("passport")
+      .set({ ...change, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", current.id)
+      .where("version", "=", current.version)
+      .returningAll()
+      .executeTakeFirst();
+    if (updated)
+      await writeOutbox(
+        trx as never,
+        domainEvent(event, t, passportRelated(updated, current.status), updated.updated_at),
+      );
+    return updated;
   }
 
   async get(t: TenantContext, id: string): Promise<PassportRow | undefined> {
