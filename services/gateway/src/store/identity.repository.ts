@@ -1,50 +1,11 @@
-import { sql, type Kysely } from "kysely";
-import type { GatewayDB } from "./schema";
+import { sql, type Kysely, type Selectable } from "kysely";
+import type { ApiKeyTable, GatewayDB, GrantTable, ManagedLinkTable, OrganizationTable } from "./schema";
 
-export interface KeyRecord {
-  id: string;
-  organization_id: string;
-  livemode: boolean;
-  kind: "secret" | "connector";
-  name: string;
-  scopes: string[];
-  secret_digest: string;
-  last4: string;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  rotated_at: Date | null;
-  rotation_overlap_ends_at: Date | null;
-  replaced_by_key_id: string | null;
-}
-
-export interface OrganizationRecord {
-  id: string;
-  name: string;
-  plan_id: string;
-  subscription_status: string;
-  created_at: Date;
-  affichage_delegation_status: "none" | "pending" | "active" | "revoked";
-  affichage_portal_brand_id: string | null;
-  affichage_delegated_at: Date | null;
-}
-
-export interface LinkRecord {
-  manager_organization_id: string;
-  client_organization_id: string;
-  status: "accepted" | "ended";
-  france_mandate_confirmed_at: Date | null;
-  created_at: Date;
-  ended_at: Date | null;
-}
-
-export interface GrantRecord {
-  key_id: string;
-  organization_id: string;
-  scopes: string[];
-  granted_at: Date;
-  revoked_at: Date | null;
-}
+/** Rows as read: the schema's own table types, so the two cannot drift. */
+export type KeyRecord = Selectable<ApiKeyTable>;
+export type OrganizationRecord = Selectable<OrganizationTable>;
+export type LinkRecord = Selectable<ManagedLinkTable>;
+export type GrantRecord = Selectable<GrantTable>;
 
 /** Channel on which key changes are announced so every gateway evicts its key cache entry. */
 export const KEY_CHANGED_CHANNEL = "gateway_key_changed";
