@@ -11,7 +11,7 @@ import {
   createDb,
   createLogger,
   migrateBus,
-  migrateSchema,
+  migrateDatabase,
   onShutdownSignal,
   runMain,
   startGrpcServer,
@@ -37,17 +37,7 @@ export interface EventsServiceHandle {
 export async function migrateEvents(
   config: Pick<EventsConfig, "DATABASE_URL" | "BUS_DATABASE_URL">,
 ): Promise<void> {
-  const db = createDb<EventsDB>({
-    url: config.DATABASE_URL,
-    schema: EVENTS_SCHEMA,
-    applicationName: "events-migrate",
-    max: 1,
-  });
-  try {
-    await migrateSchema(db, EVENTS_SCHEMA, eventsMigrations);
-  } finally {
-    await db.destroy();
-  }
+  await migrateDatabase(config.DATABASE_URL, EVENTS_SCHEMA, eventsMigrations);
   await migrateBus(config.BUS_DATABASE_URL ?? config.DATABASE_URL);
 }
 

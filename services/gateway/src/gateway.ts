@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import { sql } from "kysely";
-import { createClient, createDb, migrateSchema, type Logger } from "@dpp/kit";
+import { createClient, createDb, migrateDatabase, type Logger } from "@dpp/kit";
 import { migrations } from "../migrations";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import type { GatewayConfig } from "./config";
@@ -102,10 +102,5 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
 }
 
 export async function migrateGateway(url: string): Promise<void> {
-  const db = createDb<GatewayDB>({ url, schema: GATEWAY_SCHEMA, applicationName: "gateway-migrate", max: 1 });
-  try {
-    await migrateSchema(db, GATEWAY_SCHEMA, migrations);
-  } finally {
-    await db.destroy();
-  }
+  await migrateDatabase(url, GATEWAY_SCHEMA, migrations);
 }

@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import { sql, type Kysely, type Generated, type Migration } from "kysely";
-import { createDb, migrateSchema, lockKey } from "./db";
+import { createDb, lockKey, migrateDatabase } from "./db";
 import type { Logger } from "./logger";
 
 export interface BusMessage {
@@ -76,12 +76,7 @@ export const busMigrations: Record<string, Migration> = {
 };
 
 export async function migrateBus(url: string): Promise<void> {
-  const db = createDb<BusDB>({ url, schema: BUS_SCHEMA, applicationName: "bus-migrate", max: 1 });
-  try {
-    await migrateSchema(db, BUS_SCHEMA, busMigrations);
-  } finally {
-    await db.destroy();
-  }
+  await migrateDatabase(url, BUS_SCHEMA, busMigrations);
 }
 
 const NOTIFY_CHANNEL = "dpp_bus";

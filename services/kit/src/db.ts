@@ -65,6 +65,23 @@ export async function migrateSchema(
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 
+/**
+ * The `migrate` command of a service: opens one connection to `url`, applies the
+ * service's migrations to its schema, and closes the connection.
+ */
+export async function migrateDatabase(
+  url: string,
+  schema: string,
+  migrations: Record<string, Migration>,
+): Promise<string[]> {
+  const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate`, max: 1 });
+  try {
+    return await migrateSchema(db, schema, migrations);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** Postgres unique violation (23505), optionally on one constraint. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string };

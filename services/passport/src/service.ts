@@ -3,7 +3,7 @@ import {
   createBus,
   createDb,
   migrateBus,
-  migrateSchema,
+  migrateDatabase,
   OutboxRelay,
   startGrpcServer,
   type Logger,
@@ -89,16 +89,6 @@ export async function startPassportService(
 }
 
 export async function migratePassport(config: Pick<PassportConfig, "DATABASE_URL" | "BUS_DATABASE_URL">) {
-  const db = createDb<PassportDB>({
-    url: config.DATABASE_URL,
-    schema: PASSPORT_SCHEMA,
-    applicationName: "passport-migrate",
-    max: 1,
-  });
-  try {
-    await migrateSchema(db, PASSPORT_SCHEMA, migrations);
-  } finally {
-    await db.destroy();
-  }
+  await migrateDatabase(config.DATABASE_URL, PASSPORT_SCHEMA, migrations);
   await migrateBus(config.BUS_DATABASE_URL ?? config.DATABASE_URL);
 }
