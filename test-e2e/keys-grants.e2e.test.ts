@@ -264,6 +264,63 @@ describe("grants", () => {
   });
 });
 
+describe("grant events", () => {
+  it("records grant.created and grant.revoked in the client's feed, in the granted key's mode", async () => {
+    const manager = await h.tenant("Events Agency", "pro");
+    const client = await h.tenant("Events Brand", "starter");
+    await h.admin.linkClient(manager.organizationId, client.organizationId);
+    const key = await h.admin.createKey({
+      organizationId: manager.organizationId,
+      livemode: false,
+      scopes: ["passports:read"],
+    });
+    shownKeys.push(key.key, manager.testKey, manager.liveKey, client.testKey, client.liveKey);
+    const created = await h.request(grants(client.organizationId), {
+      key: manager.testKey,
+      body: { key_id: key.record.id, scopes: ["passports:read"] },
+    });
+    expect(created.status).toBe(201);
+    const revoked = await h.request(`${grants(client.organizationId)}/${key.record.id}`, {
+      key: manager.testKey,
+      method: "DELETE",
+    });
+    expect(revoked.status).toBe(200);
+
+    const feed = async (k: string) =>
+      (
+        await h.request(
+          `/organizations/${client.organizationId}/events?type=grant.created&type=grant.revoked`,
+          { key: k },
+        )
+      ).body.data as any[];
+    let events: any[] = [];
+    for (const until = Date.now() + 15000; events.length < 2 && Date.now() < until;) {
+      events = await feed(client.testKey);
+      if (events.length < 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(events.map((e) => e.type)).toEqual(["grant.created", "grant.revoked"]);
+    expect(events[0]).toMatchObject({
+      organization_id: client.organizationId,
+      livemode: false,
+      related: {
+        object: "grant",
+        organization_id: client.organizationId,
+        key_id: key.record.id,
+        scopes: ["passports:read"],
+        status: "active",
+      },
+    });
+    expect(events[1].related).toMatchObject({ key_id: key.record.id, status: "revoked" });
+    // Nothing in the live feed, nothing in the managing organization's feed.
+    expect(await feed(client.liveKey)).toEqual([]);
+    const managerFeed = await h.request(
+      `/organizations/${manager.organizationId}/events?type=grant.created&type=grant.revoked`,
+      { key: manager.testKey },
+    );
+    expect(managerFeed.body.data).toEqual([]);
+  });
+});
+
 describe("capabilities", () => {
   it("answers the four capabilities from the plan and the passport service's counts", async () => {
     await h.request(`/organizations/${agency.organizationId}/passports`, {

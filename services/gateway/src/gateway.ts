@@ -1,6 +1,14 @@
 import type { Server } from "node:http";
 import { sql } from "kysely";
-import { createClient, createDb, migrateDatabase, type Logger } from "@dpp/kit";
+import {
+  createBus,
+  createClient,
+  createDb,
+  migrateBus,
+  migrateDatabase,
+  OutboxRelay,
+  type Logger,
+} from "@dpp/kit";
 import { migrations } from "../migrations";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import type { GatewayConfig } from "./config";
@@ -30,7 +38,14 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     max: config.DB_POOL_MAX,
     log,
   });
-  const identity = new IdentityRepository(db);
+  // grant.* events: the gateway's own outbox, relayed to the bus like every service's.
+  const bus = createBus(config, log, { serviceName: "gateway" });
+  const relay = new OutboxRelay(db, bus, log, {
+    schema: GATEWAY_SCHEMA,
+    intervalMs: config.RELAY_INTERVAL_MS,
+  });
+  relay.start();
+  const identity = new IdentityRepository(db, () => relay.wake());
   const passport = createClient(passportV1.PassportService, config.PASSPORT_ADDR, {
     deadlineMs: config.GRPC_DEADLINE_MS,
     target: "passport",
@@ -92,6 +107,8 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
         server.closeIdleConnections();
       });
       reaper.stop();
+      await relay.stop();
+      await bus.close();
       await keyListener?.stop();
       await rateLimiter.close();
       passport.close();
@@ -101,6 +118,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   };
 }
 
-export async function migrateGateway(url: string): Promise<void> {
+export async function migrateGateway(url: string, busUrl: string = url): Promise<void> {
   await migrateDatabase(url, GATEWAY_SCHEMA, migrations);
+  await migrateBus(busUrl);
 }

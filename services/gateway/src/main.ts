@@ -7,7 +7,8 @@ const log = createLogger("gateway");
 
 runMain(log, {
   migrate: async () => {
-    await migrateGateway(loadGatewayConfig().DATABASE_URL);
+    const config = loadGatewayConfig();
+    await migrateGateway(config.DATABASE_URL, config.BUS_DATABASE_URL ?? config.DATABASE_URL);
   },
   serve: async () => {
     const config = loadGatewayConfig();

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable } from "kysely";
+import { domainEvent, writeOutbox } from "@dpp/kit";
 import type { ApiKeyTable, GatewayDB, GrantTable, ManagedLinkTable, OrganizationTable } from "./schema";
 
 /** Rows as read: the schema's own table types, so the two cannot drift. */
@@ -20,7 +21,51 @@ export interface ConnectionRecord {
 
 /** Organizations, keys, managing links and grants: the gateway's own schema. */
 export class IdentityRepository {
-  constructor(private readonly db: Kysely<GatewayDB>) {}
+  constructor(
+    private readonly db: Kysely<GatewayDB>,
+    /** Called after a transaction that recorded events commits (wakes the outbox relay). */
+    private readonly onEventsCommitted: () => void = () => undefined,
+  ) {}
+
+  /**
+   * Records grant.created / grant.revoked for each grant in the client's feed, in the mode of the granted
+   * key, inside the caller's transaction.
+   */
+  private async recordGrantEvents(
+    trx: Kysely<GatewayDB>,
+    type: "grant.created" | "grant.revoked",
+    grants: GrantRecord[],
+  ): Promise<void> {
+    if (grants.length === 0) return;
+    const keys = await trx
+      .selectFrom("api_key")
+      .select(["id", "livemode"])
+      .where(
+        "id",
+        "in",
+        grants.map((g) => g.key_id),
+      )
+      .execute();
+    const modeOf = new Map(keys.map((k) => [k.id, k.livemode]));
+    for (const g of grants) {
+      const livemode = modeOf.get(g.key_id);
+      if (livemode === undefined) continue;
+      await writeOutbox(
+        trx as never,
+        domainEvent(
+          type,
+          { organizationId: g.organization_id, livemode },
+          {
+            object: "grant",
+            organization_id: g.organization_id,
+            key_id: g.key_id,
+            scopes: g.scopes,
+            status: type === "grant.created" ? "active" : "revoked",
+          },
+        ),
+      );
+    }
+  }
 
   async findKeyByDigest(digest: string): Promise<KeyRecord | undefined> {
     return this.db.selectFrom("api_key").selectAll().where("secret_digest", "=", digest).executeTakeFirst();
@@ -230,45 +275,56 @@ export class IdentityRepository {
 
   /** Ends the arrangement and, in the same transaction, every grant on that client held by the manager's keys. */
   async endLink(managerId: string, clientId: string) {
-    return this.db.transaction().execute(async (trx) => {
-      const link = await trx
-        .updateTable("managed_link")
-        .set({ status: "ended", ended_at: sql<Date>`now()` })
-        .where("manager_organization_id", "=", managerId)
-        .where("client_organization_id", "=", clientId)
-        .returningAll()
-        .executeTakeFirst();
-      await trx
-        .updateTable("grant")
-        .set({ revoked_at: sql<Date>`now()` })
-        .where("organization_id", "=", clientId)
-        .where("revoked_at", "is", null)
-        .where(
-          "key_id",
-          "in",
-          trx.selectFrom("api_key").select("id").where("organization_id", "=", managerId),
-        )
-        .execute();
-      return link;
-    });
+    return this.db
+      .transaction()
+      .execute(async (trx) => {
+        const link = await trx
+          .updateTable("managed_link")
+          .set({ status: "ended", ended_at: sql<Date>`now()` })
+          .where("manager_organization_id", "=", managerId)
+          .where("client_organization_id", "=", clientId)
+          .returningAll()
+          .executeTakeFirst();
+        const ended = await trx
+          .updateTable("grant")
+          .set({ revoked_at: sql<Date>`now()` })
+          .where("organization_id", "=", clientId)
+          .where("revoked_at", "is", null)
+          .where(
+            "key_id",
+            "in",
+            trx.selectFrom("api_key").select("id").where("organization_id", "=", managerId),
+          )
+          .returningAll()
+          .execute();
+        await this.recordGrantEvents(trx, "grant.revoked", ended);
+        return link;
+      })
+      .finally(() => this.onEventsCommitted());
   }
 
   /** Operator override (admin `Admin.grant`): sets a grant without the API's rules. */
   async upsertGrant(keyId: string, clientId: string, scopes: string[]) {
-    return this.db
-      .insertInto("grant")
-      .values({
-        key_id: keyId,
-        organization_id: clientId,
-        scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[],
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(["key_id", "organization_id"])
-          .doUpdateSet({ scopes: sql`excluded.scopes`, revoked_at: null, granted_at: sql`now()` }),
-      )
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const grant = await this.db.transaction().execute(async (trx) => {
+      const g = await trx
+        .insertInto("grant")
+        .values({
+          key_id: keyId,
+          organization_id: clientId,
+          scopes: sql`${sql.val(scopes)}::text[]` as unknown as string[],
+        })
+        .onConflict((oc) =>
+          oc
+            .columns(["key_id", "organization_id"])
+            .doUpdateSet({ scopes: sql`excluded.scopes`, revoked_at: null, granted_at: sql`now()` }),
+        )
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await this.recordGrantEvents(trx, "grant.created", [g]);
+      return g;
+    });
+    this.onEventsCommitted();
+    return grant;
   }
 
   /** The grant row of a key on a client (active or ended), if any. */
@@ -292,7 +348,7 @@ export class IdentityRepository {
     scopes: string[],
     managerId: string,
   ): Promise<{ grant: GrantRecord; created: boolean } | { linkEnded: true }> {
-    return this.db.transaction().execute(async (trx) => {
+    const result = await this.db.transaction().execute(async (trx) => {
       // Lock the link: ending the arrangement (endLink) updates this row, so a grant
       // cannot slip in after the arrangement ended and come back to life on a new link.
       const link = await trx
@@ -318,7 +374,10 @@ export class IdentityRepository {
         )
         .returningAll()
         .executeTakeFirst();
-      if (inserted) return { grant: inserted, created: true };
+      if (inserted) {
+        await this.recordGrantEvents(trx, "grant.created", [inserted]);
+        return { grant: inserted, created: true };
+      }
       const existing = await trx
         .selectFrom("grant")
         .selectAll()
@@ -327,17 +386,25 @@ export class IdentityRepository {
         .executeTakeFirstOrThrow();
       return { grant: existing, created: false };
     });
+    if ("grant" in result && result.created) this.onEventsCommitted();
+    return result;
   }
 
   /** Ends one active grant; undefined when there was none. */
   async revokeGrant(keyId: string, clientId: string): Promise<GrantRecord | undefined> {
-    return this.db
-      .updateTable("grant")
-      .set({ revoked_at: sql<Date>`now()` })
-      .where("key_id", "=", keyId)
-      .where("organization_id", "=", clientId)
-      .where("revoked_at", "is", null)
-      .returningAll()
-      .executeTakeFirst();
+    const revoked = await this.db.transaction().execute(async (trx) => {
+      const g = await trx
+        .updateTable("grant")
+        .set({ revoked_at: sql<Date>`now()` })
+        .where("key_id", "=", keyId)
+        .where("organization_id", "=", clientId)
+        .where("revoked_at", "is", null)
+        .returningAll()
+        .executeTakeFirst();
+      if (g) await this.recordGrantEvents(trx, "grant.revoked", [g]);
+      return g;
+    });
+    if (revoked) this.onEventsCommitted();
+    return revoked;
   }
 }

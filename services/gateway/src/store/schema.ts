@@ -1,3 +1,4 @@
+import type { OutboxTable } from "@dpp/kit";
 import type { ColumnType, Generated } from "kysely";
 
 /** The `gateway` schema, and nothing else. */
@@ -75,6 +76,7 @@ export interface GatewayDB {
   managed_link: ManagedLinkTable;
   grant: GrantTable;
   idempotency_record: IdempotencyRecordTable;
+  outbox: OutboxTable;
 }
 
 export type { Timestamp };
