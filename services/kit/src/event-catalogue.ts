@@ -123,7 +123,7 @@ export const EVENT_CATALOGUE = {
   "passport.published": passport("A passport was published; previous_status is the status it left."),
   "passport.unpublished": passport("A published passport was taken offline and is a draft again."),
   "passport.trashed": passport("A passport was moved to the trash."),
-  "passport.restored": passport("A trashed passport was restored to the status it had before."),
+  "passport.restored": passport("A trashed passport was restored; it is a draft again."),
   "passport.deactivated": passport("A published passport was deactivated."),
   "passport.reactivated": passport("A deactivated passport was published again."),
   "passport.locked": passport("A passport became readonly."),
