@@ -5,7 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ApiError, createDb } from "@dpp/kit";
+import { ApiError, createClient, createDb } from "@dpp/kit";
+import { passportV1 } from "@dpp/proto";
+import { passportJson } from "@dpp/gateway/src/http/mapping";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, SCOPES, type GatewayDB } from "@dpp/gateway";
 
 export const USAGE = `usage: npm run admin -- <command> [options]
@@ -21,6 +23,10 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
   grant:revoke --key <key id> --org <client id>
   org:delegation --org <id> --status none|pending|active|revoked [--portal-brand-id <id>]
+  passport:deactivate | passport:reactivate | passport:lock | passport:unlock
+               --org <id> --mode test|live --id <passport id> [--expected-version <n>]
+               platform operations on a passport (a takedown, a legal hold), through the
+               passport service at PASSPORT_ADDR (else the running \`npm start\`'s)
 
 A key is printed once, at creation (key:create, key:rotate); only its digest is stored.
 A managing organization may create a live key only while its own plan or a client's is an
@@ -45,6 +51,8 @@ const OPTIONS = {
   client: { type: "string" },
   "france-mandate": { type: "boolean" },
   "portal-brand-id": { type: "string" },
+  id: { type: "string" },
+  "expected-version": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -57,21 +65,61 @@ function need(v: string | undefined, flag: string): string {
 
 function databaseUrl(root: string): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-  try {
-    const s = JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as {
-      database_url?: string;
-    };
-    if (s.database_url) return s.database_url;
-  } catch {
-    // fall through
-  }
+  const s = stackFile(root);
+  if (s.database_url) return s.database_url;
   throw new UsageError("Set DATABASE_URL, or start the stack with `npm start` first.");
+}
+
+function stackFile(root: string): { database_url?: string; passport_addr?: string } {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as {
+      database_url?: string;
+      passport_addr?: string;
+    };
+  } catch {
+    return {};
+  }
+}
+
+const PASSPORT_OPERATIONS = {
+  "passport:deactivate": "deactivatePassport",
+  "passport:reactivate": "reactivatePassport",
+  "passport:lock": "lockPassport",
+  "passport:unlock": "unlockPassport",
+} as const;
+
+/** A platform transition, asked of the passport service over gRPC as the owner of passports. */
+async function passportOperation(
+  command: keyof typeof PASSPORT_OPERATIONS,
+  values: { org?: string; mode?: string; id?: string; "expected-version"?: string },
+  root: string,
+): Promise<unknown> {
+  const organizationId = need(values.org, "org");
+  const mode = need(values.mode, "mode");
+  if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+  const id = need(values.id, "id");
+  const ev = values["expected-version"];
+  if (ev !== undefined && !/^\d{1,9}$/.test(ev))
+    throw new UsageError("--expected-version must be an integer");
+  const address = process.env.PASSPORT_ADDR ?? stackFile(root).passport_addr ?? "127.0.0.1:50051";
+  const client = createClient(passportV1.PassportService, address, { target: "passport" });
+  try {
+    const res = await client[PASSPORT_OPERATIONS[command]](
+      { id, expectedVersion: ev === undefined ? undefined : Number(ev) },
+      { context: { requestId: `req_admin_${Date.now()}`, organizationId, livemode: mode === "live" } },
+    );
+    return passportJson(res.passport!);
+  } finally {
+    client.close();
+  }
 }
 
 export async function runAdmin(argv: string[], root: string): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const command = positionals[0];
   if (!command || values.help) throw new UsageError(USAGE);
+  if (command in PASSPORT_OPERATIONS)
+    return passportOperation(command as keyof typeof PASSPORT_OPERATIONS, values, root);
   const db = createDb<GatewayDB>({
     url: databaseUrl(root),
     schema: GATEWAY_SCHEMA,

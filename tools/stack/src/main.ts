@@ -59,6 +59,7 @@ async function main() {
       logLevel: process.env.LOG_LEVEL ?? "info",
       env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {},
     });
+    writeStackFile({ database_url: databaseUrl, passport_addr: stack.services.passport.address });
     for (const s of Object.values(stack.services)) {
       s.process.once("exit", (code, signal) => {
         if (stopping) return;
