@@ -1,5 +1,7 @@
-import { ConfigError } from "@dpp/kit";
-import { loadEventsConfig } from "./config";
+import { ConfigError, loadServiceConfig } from "@dpp/kit";
+import { eventsService } from "./service";
+
+const loadEventsConfig = (env: Record<string, string | undefined>) => loadServiceConfig(eventsService, env);
 
 describe("loadEventsConfig", () => {
   it("applies defaults", () => {

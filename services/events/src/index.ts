@@ -1,3 +1,3 @@
-export { startEventsService, migrateEvents, type EventsServiceHandle } from "./main";
-export { loadEventsConfig, eventsConfigSchema, type EventsConfig } from "./config";
+export { eventsService } from "./service";
+export { eventsEnv } from "./config";
 export { eventsMigrations } from "../migrations";

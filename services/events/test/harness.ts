@@ -9,10 +9,9 @@ import {
   type DomainEvent,
   type RequestContext,
 } from "@dpp/kit";
-import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/src/testing";
+import { eventually, startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/src/testing";
 import { eventsV1 } from "@dpp/proto";
-import { loadEventsConfig, type EventsConfig } from "../src/config";
-import { migrateEvents, startEventsService, type EventsServiceHandle } from "../src/main";
+import { eventsService } from "../src/service";
 
 export interface Tenant {
   organizationId: string;
@@ -41,10 +40,11 @@ const eventsClient = (port: number) =>
   createClient(eventsV1.EventsService, `127.0.0.1:${port}`, { target: "events" });
 export type EventsClient = ReturnType<typeof eventsClient>;
 
+type EventsUnderTest = UnderTest<typeof eventsService>;
+
 export interface Harness {
   db: TestDatabase;
-  config: EventsConfig;
-  service: EventsServiceHandle;
+  service: EventsUnderTest;
   client: EventsClient;
   publish(...events: DomainEvent[]): Promise<void>;
   publishRaw(key: string, ...values: string[]): Promise<void>;
@@ -58,17 +58,13 @@ export interface Harness {
 }
 
 export async function startHarness(label: string): Promise<Harness> {
-  const db = await createTestDatabase(label);
   const log = createLogger("events-test", "silent");
-  const config = loadEventsConfig({
-    DATABASE_URL: db.url,
-    GRPC_ADDR: "127.0.0.1:0",
-    LOG_LEVEL: "silent",
-    DB_POOL_MAX: "5",
-    SHUTDOWN_GRACE_MS: "2000",
-  });
-  await migrateEvents(config);
-  const service = await startEventsService(config, log);
+  const service = await startServiceUnderTest(
+    eventsService,
+    { FEED_RETENTION_INTERVAL_MS: "3600000" },
+    label,
+  );
+  const db = service.database;
   const bus = new PgBus({ url: db.url, log, pollIntervalMs: 50 });
   const client = eventsClient(service.port);
   const context = (t: Tenant): RequestContext => ({
@@ -80,7 +76,6 @@ export async function startHarness(label: string): Promise<Harness> {
     client.listEvents({ limit: "", cursor: "", types: [], ...req }, { context: context(tenant) });
   return {
     db,
-    config,
     service,
     client,
     publish: (...events) =>
@@ -101,9 +96,8 @@ export async function startHarness(label: string): Promise<Harness> {
       }),
     close: async () => {
       client.close();
-      await service.stop();
       await bus.close();
-      await db.drop();
+      await service.close();
     },
   };
 }

@@ -13,6 +13,8 @@ export * from "./bus-factory";
 export * from "./kafka-config";
 export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
 export * from "./outbox";
+export * from "./jobs";
+export * from "./service";
 export * from "./main";
 export * from "./plans";
 export * from "./event-catalogue";

@@ -19,7 +19,7 @@
  * locks; Postgres breaks a resulting deadlock by aborting one transaction.
  */
 import { sql, type Kysely, type Generated, type Transaction } from "kysely";
-import { lockKey } from "./db";
+import { startLeaderJob, withLeaderLock, type LeaderJob } from "./jobs";
 import { DOMAIN_EVENTS_TOPIC, type DomainEvent } from "./events";
 import type { Bus } from "./bus";
 import type { Logger } from "./logger";
@@ -95,23 +95,18 @@ export interface OutboxRelayOptions {
   backoffMaxMs?: number;
 }
 
-/** Delay before the next pass after `failures` consecutive failed passes: doubling, capped. */
-export function relayBackoffMs(failures: number, minMs: number, maxMs: number): number {
-  if (failures <= 0) return 0;
-  return Math.min(maxMs, minMs * 2 ** Math.min(failures - 1, 30));
-}
-
 /** Sent rows stay this long, for inspection and replay by hand, then are deleted. */
 export const OUTBOX_RETENTION_HOURS = 168;
 
+/**
+ * Moves unsent outbox rows to the bus. Its passes are a leader job (jobs.ts) named
+ * `outbox:<schema>`: one pass at a time across replicas, woken after each commit
+ * that wrote events and every intervalMs, backing off while the bus fails (rows
+ * keep committing and wait in the outbox).
+ */
 export class OutboxRelay {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
-  private stopped = false;
+  private job?: LeaderJob;
   private lastPrune = 0;
-  private failures = 0;
-  private retryAt = 0;
 
   constructor(
     private readonly db: Kysely<any>,
@@ -120,62 +115,41 @@ export class OutboxRelay {
     private readonly o: OutboxRelayOptions,
   ) {}
 
+  private get lockName(): string {
+    return `outbox:${this.o.schema}`;
+  }
+
   start(): void {
-    this.timer = setInterval(() => this.wake(), this.o.intervalMs ?? 500);
-    this.wake();
+    this.job = startLeaderJob({
+      name: this.lockName,
+      intervalMs: this.o.intervalMs ?? 500,
+      lock: this.db,
+      log: this.log,
+      run: () => this.drainLocked(),
+      backoffMinMs: this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
+      backoffMaxMs: this.o.backoffMaxMs ?? 30_000,
+    });
   }
 
   /** Consecutive failed passes (0 when the last pass succeeded). */
   get consecutiveFailures(): number {
-    return this.failures;
+    return this.job?.consecutiveFailures ?? 0;
   }
 
-  /**
-   * Asks for a pass now (called after a transaction that wrote events commits).
-   * While backing off after failures, wakes are ignored until the delay passed;
-   * writes keep committing and their rows wait in the outbox.
-   */
+  /** Asks for a pass now (called after a transaction that wrote events commits). */
   wake(): void {
-    if (this.stopped) return;
-    if (Date.now() < this.retryAt) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .then(() => {
-        if (this.failures > 0) this.log.info({ failures: this.failures }, "outbox relay recovered");
-        this.failures = 0;
-        this.retryAt = 0;
-      })
-      .catch((err: unknown) => {
-        this.failures++;
-        const delay = relayBackoffMs(
-          this.failures,
-          this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
-          this.o.backoffMaxMs ?? 30_000,
-        );
-        this.retryAt = Date.now() + delay;
-        this.again = false;
-        this.log.error(
-          { err, failures: this.failures, retryInMs: delay },
-          "outbox relay pass failed; rows stay unsent and are retried",
-        );
-      })
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.job?.wake();
   }
 
-  /** Relays until no unsent row is left; returns how many rows were sent. */
+  /** One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. */
   async drain(): Promise<number> {
+    return (await withLeaderLock(this.db, this.lockName, () => this.drainLocked())) ?? 0;
+  }
+
+  private async drainLocked(): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await this.relayOnce();
+      const n = await this.relayBatch();
       total += n;
       if (n < (this.o.batchSize ?? 200)) break;
     }
@@ -184,49 +158,38 @@ export class OutboxRelay {
   }
 
   /**
-   * One batch: under a session-level advisory lock per schema (one relay pass
-   * at a time across replicas; a crashed relay's lock goes with its
-   * connection), read the oldest unsent rows, publish them in id order, and
-   * only after the bus acknowledged mark them sent. No transaction is held
-   * open while publishing. A crash between publish and mark re-sends the rows:
-   * the events service drops them as duplicates by event id.
+   * One batch, under the relay's lock: read the oldest unsent rows, publish them
+   * in id order, and only after the bus acknowledged mark them sent. No
+   * transaction is held open while publishing. A crash between publish and mark
+   * re-sends the rows: the events service drops them as duplicates by event id.
    */
-  private async relayOnce(): Promise<number> {
+  private async relayBatch(): Promise<number> {
     const batch = this.o.batchSize ?? 200;
-    return this.db.connection().execute(async (conn) => {
-      const key = lockKey(`outbox:${this.o.schema}`);
-      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${key}) as ok`.execute(conn);
-      if (!rows[0]?.ok) return 0;
-      try {
-        const pending = await conn
-          .selectFrom("outbox")
-          .select(["id", "organization_id", "payload"])
-          .where("sent_at", "is", null)
-          .orderBy("id")
-          .limit(batch)
-          .execute();
-        if (pending.length === 0) return 0;
-        await this.bus.publish(
-          DOMAIN_EVENTS_TOPIC,
-          pending.map((r: { organization_id: string; payload: unknown }) => ({
-            key: r.organization_id,
-            value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
-          })),
-        );
-        await conn
-          .updateTable("outbox")
-          .set({ sent_at: sql`now()` })
-          .where(
-            "id",
-            "in",
-            pending.map((r: { id: number }) => r.id),
-          )
-          .execute();
-        return pending.length;
-      } finally {
-        await sql`select pg_advisory_unlock(${key})`.execute(conn).catch(() => undefined);
-      }
-    });
+    const pending = await this.db
+      .selectFrom("outbox")
+      .select(["id", "organization_id", "payload"])
+      .where("sent_at", "is", null)
+      .orderBy("id")
+      .limit(batch)
+      .execute();
+    if (pending.length === 0) return 0;
+    await this.bus.publish(
+      DOMAIN_EVENTS_TOPIC,
+      pending.map((r: { organization_id: string; payload: unknown }) => ({
+        key: r.organization_id,
+        value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
+      })),
+    );
+    await this.db
+      .updateTable("outbox")
+      .set({ sent_at: sql`now()` })
+      .where(
+        "id",
+        "in",
+        pending.map((r: { id: number }) => r.id),
+      )
+      .execute();
+    return pending.length;
   }
 
   private async pruneIfDue(): Promise<void> {
@@ -239,8 +202,6 @@ export class OutboxRelay {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.job?.stop();
   }
 }

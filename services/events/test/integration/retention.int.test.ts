@@ -1,14 +1,13 @@
 /** Feed retention: old events go, sequences are never reused, cursors keep reading forward. */
-import { createDb, createLogger } from "@dpp/kit";
+import { createDb } from "@dpp/kit";
 import type { Kysely } from "kysely";
 import { EventsRepository } from "../../src/store/events.repository";
-import { FeedRetention } from "../../src/store/feed-retention";
+import { expireFeedEvents } from "../../src/store/feed-retention";
 import { EVENTS_SCHEMA, type EventsDB } from "../../src/store/schema";
 import { domainEvent, newOrg, startHarness, type Harness, type Tenant } from "../harness";
 
 let h: Harness;
 let db: Kysely<EventsDB>;
-const log = createLogger("events-retention-test", "silent");
 
 beforeAll(async () => {
   h = await startHarness("events_retention");
@@ -36,6 +35,17 @@ async function age(tenant: Tenant, upToSequence: number, days: number): Promise<
 }
 
 describe("feed retention", () => {
+  it("runs as the service's leader job: one pass deletes what is due", async () => {
+    const t: Tenant = { organizationId: newOrg(), livemode: false };
+    await h.publish(domainEvent(t), domainEvent(t));
+    await h.waitForFeed(t, 2);
+    await age(t, 1, 91);
+    expect(h.service.extra.retention).toBeDefined();
+    const outcome = await h.service.extra.retention!.runOnce();
+    expect(outcome).toEqual({ ran: true, work: 1 });
+    expect((await h.list(t)).events.map((e) => e.sequence)).toEqual([2n]);
+  });
+
   it("deletes events older than the retention in chunks, keeps the rest, and never reuses a sequence", async () => {
     const t: Tenant = { organizationId: newOrg(), livemode: false };
     const other: Tenant = { organizationId: newOrg(), livemode: true };
@@ -48,13 +58,9 @@ describe("feed retention", () => {
     await age(t, 5, 91);
     await age(other, 1, 89);
 
-    const retention = new FeedRetention(db, new EventsRepository(db), log, {
-      days: 90,
-      intervalMs: 60_000,
-      chunk: 2,
-    });
-    expect(await retention.runOnce()).toBe(5);
-    expect(await retention.runOnce()).toBe(0);
+    const repo = new EventsRepository(db);
+    expect(await expireFeedEvents(repo, 90, 2)).toBe(5);
+    expect(await expireFeedEvents(repo, 90, 2)).toBe(0);
 
     const feed = await h.list(t);
     expect(feed.events.map((e) => e.sequence)).toEqual([6n, 7n]);
@@ -82,8 +88,7 @@ describe("feed retention", () => {
     await h.publish(domainEvent(t));
     await h.waitForFeed(t, 1);
     await age(t, 1, 10_000);
-    const off = new FeedRetention(db, new EventsRepository(db), log, { days: 0, intervalMs: 60_000 });
-    expect(await off.runOnce()).toBe(0);
+    expect(await expireFeedEvents(new EventsRepository(db), 0)).toBe(0);
     expect((await h.list(t)).events).toHaveLength(1);
   });
 });

@@ -7,13 +7,8 @@ import { createDb, migrateSchema } from "../../src/db";
 import { DOMAIN_EVENTS_TOPIC, type DomainEvent } from "../../src/events";
 import { newId } from "../../src/ids";
 import { createLogger } from "../../src/logger";
-import {
-  OutboxRelay,
-  createOutboxTable,
-  relayBackoffMs,
-  writeOutbox,
-  type WithOutbox,
-} from "../../src/outbox";
+import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
+import { backoffMs } from "../../src/jobs";
 import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
 const log = createLogger("kit-outbox-test", "silent");
@@ -368,9 +363,9 @@ describe("outbox", () => {
   });
 });
 
-describe("relayBackoffMs", () => {
+describe("backoffMs (the relay's backoff)", () => {
   it("doubles from the first delay and stops at the cap", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7, 40].map((f) => relayBackoffMs(f, 500, 30_000))).toEqual([
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 40].map((f) => backoffMs(f, 500, 30_000))).toEqual([
       0, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000,
     ]);
   });

@@ -1,0 +1,182 @@
+/**
+ * Periodic singleton work (the outbox relay, retention passes, idempotency
+ * reaping, bus polling) runs through one runner with one set of meanings:
+ *
+ * - Leadership: each pass first tries a session-level Postgres advisory lock
+ *   named after the job. "Lock not held" means another replica is running the
+ *   same pass right now: this pass is skipped (not an error, not logged above
+ *   debug) and the next tick tries again. A crashed pass's lock goes with its
+ *   connection. Jobs without a database (`lock: false`) always run.
+ * - First run: immediately after start (in the background), then every
+ *   `intervalMs`; `wake()` asks for a pass now (coalesced with a running one).
+ * - Failure: the pass is retried after an exponential backoff with jitter,
+ *   capped; wakes are ignored during the backoff. The first failure is logged
+ *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
+ *   once (info).
+ * - Stop: no new pass starts; a running pass is awaited.
+ */
+import { sql, type Kysely } from "kysely";
+import { lockKey } from "./db";
+import type { Logger } from "./logger";
+
+export interface LeaderJobOptions {
+  /** Names the advisory lock and every log line, e.g. "passport:test-retention". */
+  name: string;
+  /** Time between passes. */
+  intervalMs: number;
+  /** One pass. It may return how much work it did (logged when > 0 and `report` is set). */
+  run: () => Promise<number | void>;
+  log: Logger;
+  /** The database whose advisory lock elects the runner; false: no lock (every instance runs). */
+  lock: Kysely<any> | false;
+  /** Log line for passes that did work, e.g. "test passports past retention deleted". */
+  report?: string;
+  /** Delay of the first pass after start (default 0). */
+  firstRunDelayMs?: number;
+  /** Backoff after failures: first delay (default intervalMs, at most 1 s) and cap (default 30 s). */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** Repeated failures are logged at most this often (default 30 s). */
+  repeatLogMs?: number;
+}
+
+export type PassOutcome =
+  { ran: true; work: number } | { ran: false; reason: "lock_not_held" | "stopped" | "backing_off" };
+
+export interface LeaderJob {
+  readonly name: string;
+  /** Asks for a pass now; coalesced with a running pass, ignored while backing off or stopped. */
+  wake(): void;
+  /** Runs one pass now (under the lock) and reports what happened; failures reject. */
+  runOnce(): Promise<PassOutcome>;
+  /** Consecutive failed passes (0 after a successful one). */
+  readonly consecutiveFailures: number;
+  /** Stops the timer and waits for a running pass. */
+  stop(): Promise<void>;
+}
+
+/** Delay before the next pass after `failures` consecutive failures: doubling from minMs, capped at maxMs. */
+export function backoffMs(failures: number, minMs: number, maxMs: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(maxMs, minMs * 2 ** Math.min(failures - 1, 30));
+}
+
+/** `backoffMs` with "equal jitter": between half and all of it, so replicas do not retry in step. */
+export function jitteredBackoffMs(
+  failures: number,
+  minMs: number,
+  maxMs: number,
+  random = Math.random,
+): number {
+  const d = backoffMs(failures, minMs, maxMs);
+  return Math.round(d / 2 + (d / 2) * random());
+}
+
+/** Runs `fn` while holding the session-level advisory lock `name`; undefined when another session holds it. */
+export async function withLeaderLock<T>(
+  db: Kysely<any>,
+  name: string,
+  fn: () => Promise<T>,
+): Promise<T | undefined> {
+  return db.connection().execute(async (conn) => {
+    const key = lockKey(name);
+    const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${key}) as ok`.execute(conn);
+    if (!rows[0]?.ok) return undefined;
+    try {
+      return await fn();
+    } finally {
+      await sql`select pg_advisory_unlock(${key})`.execute(conn).catch(() => undefined);
+    }
+  });
+}
+
+export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
+  const log = o.log.child({ job: o.name });
+  const minMs = o.backoffMinMs ?? Math.min(o.intervalMs, 1000);
+  const maxMs = o.backoffMaxMs ?? 30_000;
+  const repeatLogMs = o.repeatLogMs ?? 30_000;
+  let stopped = false;
+  let running: Promise<unknown> | undefined;
+  let again = false;
+  let failures = 0;
+  let retryAt = 0;
+  let lastFailureLog = 0;
+
+  const pass = async (): Promise<PassOutcome> => {
+    if (stopped) return { ran: false, reason: "stopped" };
+    const work = o.lock === false ? await o.run() : await withLeaderLock(o.lock, o.name, o.run);
+    if (work === undefined && o.lock !== false) {
+      log.debug("lock held by another instance; pass skipped");
+      return { ran: false, reason: "lock_not_held" };
+    }
+    const n = typeof work === "number" ? work : 0;
+    if (n > 0 && o.report) log.info({ work: n }, o.report);
+    return { ran: true, work: n };
+  };
+
+  const onFailure = (err: unknown) => {
+    failures++;
+    const delay = jitteredBackoffMs(failures, minMs, maxMs);
+    retryAt = Date.now() + delay;
+    again = false;
+    const now = Date.now();
+    if (failures === 1 || now - lastFailureLog >= repeatLogMs) {
+      lastFailureLog = now;
+      log.error({ err, failures, retryInMs: delay }, "job pass failed; retrying with backoff");
+    }
+    // The timer may be far away (an hourly job): retry when the backoff ends.
+    setTimeout(() => wake(), delay).unref();
+  };
+
+  const onSuccess = () => {
+    if (failures > 0) log.info({ failures }, "job recovered");
+    failures = 0;
+    retryAt = 0;
+  };
+
+  const wake = (): void => {
+    if (stopped || Date.now() < retryAt) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = pass()
+      .then(onSuccess, onFailure)
+      .finally(() => {
+        running = undefined;
+        if (again) {
+          again = false;
+          wake();
+        }
+      });
+  };
+
+  const timer = setInterval(wake, o.intervalMs);
+  timer.unref();
+  const first = setTimeout(wake, o.firstRunDelayMs ?? 0);
+  first.unref();
+
+  return {
+    name: o.name,
+    wake,
+    get consecutiveFailures() {
+      return failures;
+    },
+    runOnce: async () => {
+      while (running) await running;
+      const p = pass();
+      running = p.then(onSuccess, () => undefined);
+      try {
+        return await p;
+      } finally {
+        running = undefined;
+      }
+    },
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      clearTimeout(first);
+      while (running) await running;
+    },
+  };
+}

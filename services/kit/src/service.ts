@@ -1,0 +1,268 @@
+/**
+ * The service template. A service declares what it is (name, schema,
+ * migrations, its own variables, whether it serves gRPC and writes events) and
+ * what it adds in `start`; the kit owns the rest, in one order for every service:
+ *
+ *   configuration validated (common variables + the service's own; a bad one
+ *   stops the process naming every offending variable) → logger → pool →
+ *   bus → outbox relay → the service's start (gRPC handlers, jobs, clients,
+ *   stop hooks) → gRPC server with health → serving
+ *
+ * and shutdown in reverse: gRPC server drained → the service's stop hooks
+ * (last registered first) → jobs → relay → bus → pool.
+ *
+ *   // services/<name>/src/main.ts
+ *   import "./tracing";
+ *   import { runService } from "@dpp/kit";
+ *   import { myService } from "./service";
+ *   runService(myService());
+ *
+ * `<service> migrate` applies the service's migrations (and the bus tables) and
+ * exits; `<service> serve` (the default) runs until SIGTERM/SIGINT.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import type { Kysely, Migration } from "kysely";
+import { z } from "zod";
+import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+import { kafkaEnv, refineKafkaEnv } from "./kafka-config";
+import { createLogger, type Logger } from "./logger";
+import { createDb, migrateDatabase } from "./db";
+import { createBus } from "./bus-factory";
+import { migrateBus, type Bus } from "./bus";
+import { OutboxRelay } from "./outbox";
+import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
+import { addService, type ServiceImpl } from "./grpc";
+import { onShutdownSignal, startGrpcServer } from "./server";
+
+/** Variables every service reads (the database, the bus and its relay, Kafka, logging, shutdown). */
+export const commonServiceEnv = {
+  DATABASE_URL: postgresUrl,
+  /** Database of the Postgres-table bus; defaults to DATABASE_URL. */
+  BUS_DATABASE_URL: postgresUrl.optional(),
+  LOG_LEVEL: logLevel,
+  DB_POOL_MAX: positiveInt(10),
+  /** Outbox relay poll interval (it is also woken after each commit that wrote events). */
+  RELAY_INTERVAL_MS: positiveInt(500),
+  /** Time in-flight calls get on SIGTERM. */
+  SHUTDOWN_GRACE_MS: positiveInt(10000),
+  ...kafkaEnv,
+};
+
+const commonSchema = z.object(commonServiceEnv);
+export type CommonServiceConfig = z.infer<typeof commonSchema>;
+
+/** The validated configuration of a service: the common variables, GRPC_ADDR (gRPC services), and its own. */
+export type ServiceConfig<Env extends z.ZodRawShape> = CommonServiceConfig & {
+  GRPC_ADDR: string;
+} & z.infer<z.ZodObject<Env>>;
+
+export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
+  readonly name: string;
+  readonly config: Readonly<ServiceConfig<Env>>;
+  readonly log: Logger;
+  /** The pool, on the service's own schema. */
+  readonly db: Kysely<DB>;
+  readonly bus: Bus;
+  /** Wakes the outbox relay: call it after a transaction that wrote events committed. */
+  readonly eventsCommitted: () => void;
+  /** Serves a generated gRPC service from this process (gRPC services only). */
+  serve<T extends GenServiceMethods>(service: GenService<T>, impl: ServiceImpl<T>): void;
+  /** Starts periodic singleton work (see jobs.ts); stopped by the template. */
+  job(o: Omit<LeaderJobOptions, "log" | "lock"> & { lock?: boolean }): LeaderJob;
+  /** Runs on shutdown, after the gRPC server drained; hooks run last-registered first. */
+  onStop(fn: () => Promise<void> | void): void;
+}
+
+export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
+  /** The service's name: log name, Kafka client id, registry entry. */
+  name: string;
+  /** Its Postgres schema (migrations and the pool's search_path). */
+  schema: string;
+  migrations: Record<string, Migration>;
+  /** The service's own variables (zod shape), added to the common ones. */
+  env: Env;
+  /** A gRPC service: GRPC_ADDR defaults to 0.0.0.0:<grpcPort>, with the health service. */
+  grpcPort?: number;
+  /** The service writes domain events to its outbox: the template runs the relay. */
+  outbox?: boolean;
+  /** Cross-field rules of the service's own variables. */
+  refine?: (config: ServiceConfig<Env>, ctx: z.RefinementCtx) => void;
+  /** Builds the service on the runtime; what it returns is exposed on the handle (tests use it). */
+  start(rt: ServiceRuntime<Env, DB>): Promise<Extra> | Extra;
+}
+
+/** Declares a service; the identity function that gives the definition its types. */
+export function defineService<Env extends z.ZodRawShape, DB, Extra = void>(
+  def: ServiceDefinition<Env, DB, Extra>,
+): ServiceDefinition<Env, DB, Extra> {
+  return def;
+}
+
+/** The configuration schema of a service: the common variables, GRPC_ADDR for gRPC services, its own. */
+export function serviceConfigSchema<Env extends z.ZodRawShape, DB, Extra>(
+  def: ServiceDefinition<Env, DB, Extra>,
+) {
+  const grpcShape =
+    def.grpcPort !== undefined ? { GRPC_ADDR: address.default(`0.0.0.0:${def.grpcPort}`) } : {};
+  return z.object({ ...commonServiceEnv, ...grpcShape, ...def.env }).superRefine((v, ctx) => {
+    refineKafkaEnv(v as Parameters<typeof refineKafkaEnv>[0], ctx);
+    def.refine?.(v as unknown as ServiceConfig<Env>, ctx);
+  });
+}
+
+export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
+  def: ServiceDefinition<Env, DB, Extra>,
+  env: Record<string, string | undefined> = process.env,
+): Readonly<ServiceConfig<Env>> {
+  return loadConfig(serviceConfigSchema(def), env) as unknown as Readonly<ServiceConfig<Env>>;
+}
+
+/** Applies the service's schema migrations and the bus tables' migrations. */
+export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
+  def: ServiceDefinition<Env, DB, Extra>,
+  config: { DATABASE_URL: string; BUS_DATABASE_URL?: string | undefined },
+): Promise<void> {
+  await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
+  await migrateBus(config.BUS_DATABASE_URL ?? config.DATABASE_URL);
+}
+
+export interface ServiceHandle<Env extends z.ZodRawShape, DB, Extra> {
+  name: string;
+  config: Readonly<ServiceConfig<Env>>;
+  /** The bound gRPC port (0 for a service without gRPC). */
+  port: number;
+  db: Kysely<DB>;
+  relay?: OutboxRelay;
+  /** What the service's start returned. */
+  extra: Extra;
+  /** Shuts down in reverse start order. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Starts a service in this process (used by `serve` and by the tests). */
+export async function startService<Env extends z.ZodRawShape, DB, Extra>(
+  def: ServiceDefinition<Env, DB, Extra>,
+  config: Readonly<ServiceConfig<Env>>,
+  log: Logger,
+): Promise<ServiceHandle<Env, DB, Extra>> {
+  const steps: Array<() => Promise<void> | void> = [];
+  const unwind = async () => {
+    for (const step of steps.reverse()) {
+      try {
+        await step();
+      } catch (err) {
+        log.error({ err }, "shutdown step failed");
+      }
+    }
+  };
+  try {
+    const db = createDb<DB>({
+      url: config.DATABASE_URL,
+      schema: def.schema,
+      applicationName: def.name,
+      max: config.DB_POOL_MAX,
+      log,
+    });
+    steps.push(() => db.destroy());
+    const bus = createBus(config, log, { serviceName: def.name });
+    steps.push(() => bus.close());
+    let relay: OutboxRelay | undefined;
+    if (def.outbox) {
+      const r = new OutboxRelay(db, bus, log.child({ component: "outbox-relay" }), {
+        schema: def.schema,
+        intervalMs: config.RELAY_INTERVAL_MS,
+      });
+      r.start();
+      steps.push(() => r.stop());
+      relay = r;
+    }
+    const jobs: LeaderJob[] = [];
+    steps.push(() => Promise.all(jobs.map((j) => j.stop())).then(() => undefined));
+    const hooks: Array<() => Promise<void> | void> = [];
+    steps.push(async () => {
+      for (const h of hooks.reverse()) await h();
+    });
+    const registrations: Array<(server: grpc.Server) => string> = [];
+    const rt: ServiceRuntime<Env, DB> = {
+      name: def.name,
+      config,
+      log,
+      db,
+      bus,
+      eventsCommitted: () => relay?.wake(),
+      serve: (service, impl) => {
+        if (def.grpcPort === undefined) throw new Error(`${def.name} is not a gRPC service`);
+        registrations.push((server) => {
+          addService(server, service, impl, log);
+          return (service as unknown as { typeName: string }).typeName;
+        });
+      },
+      job: (o) => {
+        const j = startLeaderJob({ ...o, log, lock: o.lock === false ? false : db });
+        jobs.push(j);
+        return j;
+      },
+      onStop: (fn) => {
+        hooks.push(fn);
+      },
+    };
+    const extra = await def.start(rt);
+    let port = 0;
+    if (def.grpcPort !== undefined) {
+      const server = await startGrpcServer(config.GRPC_ADDR, log, (s) =>
+        registrations.map((register) => register(s)),
+      );
+      steps.push(() => server.shutdown(config.SHUTDOWN_GRACE_MS));
+      port = server.port;
+    }
+    let stopping: Promise<void> | undefined;
+    return {
+      name: def.name,
+      config,
+      port,
+      db,
+      relay,
+      extra,
+      stop: () => (stopping ??= unwind()),
+    };
+  } catch (err) {
+    await unwind();
+    throw err;
+  }
+}
+
+/**
+ * The command line of a service: `migrate` or `serve` (the default). The
+ * configuration is read and validated before anything else; a bad variable
+ * stops the process with exit code 2 and a message naming it.
+ */
+export function runService<Env extends z.ZodRawShape, DB, Extra>(
+  def: ServiceDefinition<Env, DB, Extra>,
+  argv = process.argv.slice(2),
+): void {
+  const command = argv[0] ?? "serve";
+  let config: Readonly<ServiceConfig<Env>>;
+  try {
+    config = loadServiceConfig(def);
+  } catch (err) {
+    createLogger(def.name).fatal(err instanceof ConfigError ? err.message : String(err));
+    process.exit(2);
+  }
+  const log = createLogger(def.name, config.LOG_LEVEL);
+  if (command !== "migrate" && command !== "serve") {
+    log.fatal({ command }, "unknown command; expected 'serve' or 'migrate'");
+    process.exit(2);
+  }
+  const work =
+    command === "migrate"
+      ? migrateService(def, config).then(() => {
+          log.info("migrations applied");
+          process.exit(0);
+        })
+      : startService(def, config, log).then((handle) => onShutdownSignal(log, () => handle.stop()));
+  work.catch((err: unknown) => {
+    log.fatal({ err }, `${command} failed`);
+    process.exit(1);
+  });
+}
