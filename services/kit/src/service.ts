@@ -49,8 +49,7 @@ export const commonServiceEnv = {
   ...kafkaEnv,
 };
 
-const commonSchema = z.object(commonServiceEnv);
-export type CommonServiceConfig = z.infer<typeof commonSchema>;
+export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
 
 /** The validated configuration of a service: the common variables, GRPC_ADDR (gRPC services), and its own. */
 export type ServiceConfig<Env extends z.ZodRawShape> = CommonServiceConfig & {
