@@ -11,6 +11,7 @@ import pg from "pg";
 import { sql, type Kysely, type Generated, type Migration } from "kysely";
 import { createDb, lockKey, migrateDatabase } from "./db";
 import type { Logger } from "./logger";
+import { startLeaderJob, type LeaderJob } from "./jobs";
 
 export interface BusMessage {
   key: string;
@@ -156,11 +157,8 @@ export class PgBus implements Bus {
 
 class PgSubscription {
   private listener?: pg.Client;
-  private timer?: NodeJS.Timeout;
-  private running = false;
-  private pending = false;
+  private job?: LeaderJob;
   private stopped = false;
-  private loop?: Promise<void>;
 
   constructor(
     private readonly db: Kysely<BusDB>,
@@ -177,41 +175,31 @@ class PgSubscription {
       this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
     );
     listener.on("notification", (n) => {
-      if (n.payload === this.s.topic) this.kick();
+      if (n.payload === this.s.topic) this.job?.wake();
     });
     await listener.connect();
     await listener.query(`listen ${NOTIFY_CHANNEL}`);
     this.listener = listener;
-    this.timer = setInterval(() => this.kick(), this.o.pollIntervalMs ?? 250);
-    this.kick();
+    // Polling is a leader job: one consumer of a group reads at a time (the others skip the pass),
+    // woken by NOTIFY and every poll interval, backing off while the handler fails.
+    this.job = startLeaderJob({
+      name: `bus:${this.s.group}:${this.s.topic}`,
+      intervalMs: this.o.pollIntervalMs ?? 250,
+      lock: this.db,
+      log: this.o.log.child({ group: this.s.group }),
+      run: () => this.drain(),
+      backoffMaxMs: 5_000,
+    });
   }
 
-  private kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.pending = true;
-      return;
-    }
-    this.running = true;
-    this.loop = this.drain()
-      .catch((err: unknown) =>
-        this.o.log.error({ err, group: this.s.group }, "bus consumer batch failed; will retry"),
-      )
-      .finally(() => {
-        this.running = false;
-        if (this.pending) {
-          this.pending = false;
-          this.kick();
-        }
-      });
-  }
-
-  private async drain(): Promise<void> {
+  private async drain(): Promise<number> {
     const batch = this.o.batchSize ?? 200;
+    let total = 0;
     for (;;) {
-      if (this.stopped) return;
+      if (this.stopped) return total;
       const n = await this.pollOnce(batch);
-      if (n < batch) return;
+      total += n;
+      if (n < batch) return total;
     }
   }
 
@@ -263,8 +251,7 @@ class PgSubscription {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.loop?.catch(() => undefined);
+    await this.job?.stop();
     await this.listener?.end().catch(() => undefined);
   }
 }
