@@ -13,11 +13,11 @@ import { migrations } from "../migrations";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import type { GatewayConfig } from "./config";
 import type { GatewayDB } from "./store/schema";
-import { IdentityRepository } from "./store/identity.repository";
-import { Authenticator } from "./auth/authenticator";
+import { IdentityRepository } from "./modules/identity/identity.repository";
+import { Authenticator } from "./modules/identity/authenticator";
 import { createHandlers } from "./http/handlers";
 import { createApp } from "./http/app";
-import { KeyCache, listenForKeyChanges } from "./auth/key-cache";
+import { KeyCache, listenForKeyChanges } from "./modules/identity/key-cache";
 import { RateLimiter } from "./ratelimit/limiter";
 import { IdempotencyStore, startReaper } from "./idempotency/idempotency";
 

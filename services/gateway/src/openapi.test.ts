@@ -13,7 +13,7 @@ import { createApp } from "./http/app";
 import { createHandlers, type HandlerDeps } from "./http/handlers";
 import { OPENAPI_DOCUMENT } from "./openapi.generated";
 import { ROUTES, type RouteSpec } from "./routes";
-import type { Authenticator } from "./auth/authenticator";
+import type { Authenticator } from "./modules/identity/authenticator";
 
 const SOURCE = path.join(__dirname, "..", "openapi", "openapi.yaml");
 const doc = parse(fs.readFileSync(SOURCE, "utf8"));

@@ -1,6 +1,6 @@
 /** The route table is the single source of routing, scopes, 405 answers and body limits: keep it consistent. */
 import { eventsV1, passportV1 } from "@dpp/proto";
-import { SCOPES } from "./auth/keys";
+import { SCOPES } from "./modules/identity/keys";
 import { createHandlers, type HandlerDeps } from "./http/handlers";
 import { allowedMethods, expressPath, ROUTES } from "./routes";
 

@@ -3,7 +3,7 @@
  * check, the 405/Allow answers and the body limits are all derived from it;
  * none of them keeps a list of its own.
  */
-import type { Scope } from "./auth/keys";
+import type { Scope } from "./modules/identity/keys";
 
 export type AuthMode =
   /** no credential looked at */

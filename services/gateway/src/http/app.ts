@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { ApiError, toEnvelope, type Logger, type RequestContext } from "@dpp/kit";
 import { allowedMethods, expressPath, ROUTES, type RouteSpec } from "../routes";
-import type { Authenticator, OrganizationAccess } from "../auth/authenticator";
+import type { Authenticator, OrganizationAccess } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
 import {
   fingerprintOf,
@@ -13,7 +13,7 @@ import {
   type IdempotencyStore,
   type RecordedResponse,
 } from "../idempotency/idempotency";
-import type { KeyRecord } from "../store/identity.repository";
+import type { KeyRecord } from "../modules/identity/identity.repository";
 import type { Conditional, Handler } from "./handlers";
 import { docsPage } from "./docs";
 

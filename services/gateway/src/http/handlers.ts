@@ -4,10 +4,10 @@
  */
 import { ApiError, invalidParameter, type ClientOf, type RequestContext } from "@dpp/kit";
 import type { eventsV1, passportV1 } from "@dpp/proto";
-import type { IdentityRepository, KeyRecord } from "../store/identity.repository";
-import type { GrantTargetAccess, OrganizationAccess } from "../auth/authenticator";
-import { Grants } from "../grants/grants";
-import { computeCapabilities } from "../capabilities/capabilities";
+import type { IdentityRepository, KeyRecord } from "../modules/identity/identity.repository";
+import type { GrantTargetAccess, OrganizationAccess } from "../modules/identity/authenticator";
+import { Grants } from "../modules/identity/grants";
+import { computeCapabilities } from "../modules/identity/capabilities";
 import {
   categoryJson,
   categorySchemaJson,

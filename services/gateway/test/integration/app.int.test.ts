@@ -18,7 +18,7 @@ import {
   type RequestContext,
 } from "@dpp/kit";
 import type { eventsV1, passportV1 } from "@dpp/proto";
-import { Authenticator } from "../../src/auth/authenticator";
+import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
 import { createHandlers, type HandlerDeps } from "../../src/http/handlers";
 import { allowedMethods, MiB, ROUTES } from "../../src/routes";

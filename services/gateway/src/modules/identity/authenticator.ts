@@ -4,7 +4,7 @@ import type {
   KeyRecord,
   LinkRecord,
   OrganizationRecord,
-} from "../store/identity.repository";
+} from "./identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
 import type { KeyCache } from "./key-cache";
 
