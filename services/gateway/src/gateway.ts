@@ -7,17 +7,19 @@ import {
   migrateBus,
   migrateDatabase,
   OutboxRelay,
+  type ClientOptions,
   type Logger,
 } from "@dpp/kit";
 import { migrations } from "../migrations";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import type { GatewayConfig } from "./config";
 import type { GatewayDB } from "./store/schema";
-import { IdentityRepository } from "./store/identity.repository";
-import { Authenticator } from "./auth/authenticator";
-import { createHandlers } from "./http/handlers";
+import { IdentityRepository } from "./modules/identity/identity.repository";
+import { Authenticator } from "./modules/identity/authenticator";
 import { createApp } from "./http/app";
-import { KeyCache, listenForKeyChanges } from "./auth/key-cache";
+import { gatewayModules } from "./modules";
+import { routeTable } from "./routes";
+import { KeyCache, listenForKeyChanges } from "./modules/identity/key-cache";
 import { RateLimiter } from "./ratelimit/limiter";
 import { IdempotencyStore, startReaper } from "./idempotency/idempotency";
 
@@ -46,14 +48,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   });
   relay.start();
   const identity = new IdentityRepository(db, () => relay.wake());
-  const passport = createClient(passportV1.PassportService, config.PASSPORT_ADDR, {
-    deadlineMs: config.GRPC_DEADLINE_MS,
-    target: "passport",
-  });
-  const events = createClient(eventsV1.EventsService, config.EVENTS_ADDR, {
-    deadlineMs: config.GRPC_DEADLINE_MS,
-    target: "events",
-  });
+  const clients = connectClients(config);
   const keyCache = new KeyCache(config.KEY_CACHE_TTL_MS);
   const keyListener =
     config.KEY_CACHE_TTL_MS > 0
@@ -73,7 +68,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     authenticator: new Authenticator(identity, undefined, keyCache),
     rateLimiter,
     idempotency,
-    handlers: createHandlers({ passport, events, identity }),
+    routes: routeTable(gatewayModules({ identity, ...clients })),
     log,
     docsBaseUrl: config.DOCS_BASE_URL,
     trustProxy: config.TRUST_PROXY,
@@ -111,10 +106,18 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
       await bus.close();
       await keyListener?.stop();
       await rateLimiter.close();
-      passport.close();
-      events.close();
+      for (const client of Object.values(clients)) client.close();
       await db.destroy();
     },
+  };
+}
+
+/** Every gRPC client of the gateway, made here with the same call options. */
+function connectClients(config: GatewayConfig) {
+  const options = (target: string): ClientOptions => ({ deadlineMs: config.GRPC_DEADLINE_MS, target });
+  return {
+    passport: createClient(passportV1.PassportService, config.PASSPORT_ADDR, options("passport")),
+    events: createClient(eventsV1.EventsService, config.EVENTS_ADDR, options("events")),
   };
 }
 

@@ -1,7 +1,7 @@
 export * from "./gateway";
 export * from "./config";
-export * from "./admin";
+export * from "./modules/identity/admin";
 export * from "./routes";
-export { IdentityRepository } from "./store/identity.repository";
+export { IdentityRepository } from "./modules/identity/identity.repository";
 export type { GatewayDB } from "./store/schema";
-export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./auth/keys";
+export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./modules/identity/keys";

@@ -10,10 +10,9 @@ import type { AddressInfo } from "node:net";
 import { parse } from "yaml";
 import { createLogger, ERROR_TABLE } from "@dpp/kit";
 import { createApp } from "./http/app";
-import { createHandlers, type HandlerDeps } from "./http/handlers";
 import { OPENAPI_DOCUMENT } from "./openapi.generated";
-import { ROUTES, type RouteSpec } from "./routes";
-import type { Authenticator } from "./auth/authenticator";
+import { routeTable, ROUTES, type RouteSpec } from "./routes";
+import type { Authenticator } from "./modules/identity/authenticator";
 
 const SOURCE = path.join(__dirname, "..", "openapi", "openapi.yaml");
 const doc = parse(fs.readFileSync(SOURCE, "utf8"));
@@ -208,7 +207,8 @@ describe("the generated module and the served document", () => {
     };
     const app = createApp({
       authenticator: { authenticate: refuse, resolveOrganization: refuse } as unknown as Authenticator,
-      handlers: createHandlers({} as HandlerDeps),
+      // The gateway's own routes only: no module, so no store or client.
+      routes: routeTable([]),
       log: createLogger("gateway-test", "silent"),
       docsBaseUrl: "https://docs.test/errors",
       trustProxy: 0,

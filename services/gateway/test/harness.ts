@@ -2,9 +2,9 @@
 import type { Kysely } from "kysely";
 import { ApiError, createDb } from "@dpp/kit";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
-import { Admin } from "../src/admin";
+import { Admin } from "../src/modules/identity/admin";
 import { GATEWAY_SCHEMA, migrateGateway } from "../src/gateway";
-import { IdentityRepository } from "../src/store/identity.repository";
+import { IdentityRepository } from "../src/modules/identity/identity.repository";
 import type { GatewayDB } from "../src/store/schema";
 
 export interface Store {

@@ -7,7 +7,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, createClient, createDb } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
-import { passportJson } from "@dpp/gateway/src/http/mapping";
+import { passportJson } from "@dpp/gateway/src/modules/passport/mapping";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, SCOPES, type GatewayDB } from "@dpp/gateway";
 
 export const USAGE = `usage: npm run admin -- <command> [options]

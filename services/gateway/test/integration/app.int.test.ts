@@ -18,10 +18,10 @@ import {
   type RequestContext,
 } from "@dpp/kit";
 import type { eventsV1, passportV1 } from "@dpp/proto";
-import { Authenticator } from "../../src/auth/authenticator";
+import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
-import { createHandlers, type HandlerDeps } from "../../src/http/handlers";
-import { allowedMethods, MiB, ROUTES } from "../../src/routes";
+import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { allowedMethods, MiB, routeTable, ROUTES } from "../../src/routes";
 import { startStore, type Store } from "../harness";
 
 const DOCS = "https://docs.test/errors";
@@ -85,14 +85,14 @@ function fake<T>(methods: string[]): T {
   return { ...out, close: () => undefined } as T;
 }
 
-const passport = fake<HandlerDeps["passport"]>([
+const passport = fake<ModuleDeps["passport"]>([
   "listCategories",
   "getCategorySchema",
   "createPassport",
   "getPassport",
   "listPassports",
 ]);
-const events = fake<HandlerDeps["events"]>(["listEvents"]);
+const events = fake<ModuleDeps["events"]>(["listEvents"]);
 
 // ---- the app ---------------------------------------------------------------------------------------
 
@@ -105,7 +105,7 @@ let keys: { test: string; live: string; readOnly: string; revoked: string; testI
 async function listen(ready: () => Promise<void>): Promise<{ server: Server; base: string }> {
   const app = createApp({
     authenticator: new Authenticator(s.identity),
-    handlers: createHandlers({ passport, events, identity: s.identity }),
+    routes: routeTable(gatewayModules({ passport, events, identity: s.identity })),
     log: createLogger("gateway-test", "silent"),
     docsBaseUrl: DOCS,
     trustProxy: 0,

@@ -1,7 +1,7 @@
 /** The Authenticator against the real gateway store: keys, modes, organizations, grants and scopes. */
 import { sql } from "kysely";
-import { Authenticator } from "../../src/auth/authenticator";
-import { generateKeyText } from "../../src/auth/keys";
+import { Authenticator } from "../../src/modules/identity/authenticator";
+import { generateKeyText } from "../../src/modules/identity/keys";
 import { refusal, startStore, type Store } from "../harness";
 
 let s: Store;

@@ -1,6 +1,12 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { domainEvent, writeOutbox } from "@dpp/kit";
-import type { ApiKeyTable, GatewayDB, GrantTable, ManagedLinkTable, OrganizationTable } from "./schema";
+import type {
+  ApiKeyTable,
+  GatewayDB,
+  GrantTable,
+  ManagedLinkTable,
+  OrganizationTable,
+} from "../../store/schema";
 
 /** Rows as read: the schema's own table types, so the two cannot drift. */
 export type KeyRecord = Selectable<ApiKeyTable>;

@@ -5,7 +5,7 @@
  * Pure: the handler gathers the inputs.
  */
 import { planLimits } from "@dpp/kit";
-import type { OrganizationRecord } from "../store/identity.repository";
+import type { OrganizationRecord } from "./identity.repository";
 
 export const CAPABILITY_IDS = [
   "passport_publishing",

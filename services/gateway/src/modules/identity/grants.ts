@@ -4,8 +4,8 @@
  * grant endpoints and the admin CLI alike, so the rules live here once.
  */
 import { ApiError, validationFailed, type Issue } from "@dpp/kit";
-import { isScope, scopeAllows, SCOPES, type Scope } from "../auth/keys";
-import type { GrantRecord, IdentityRepository, KeyRecord, LinkRecord } from "../store/identity.repository";
+import { isScope, scopeAllows, SCOPES, type Scope } from "./keys";
+import type { GrantRecord, IdentityRepository, KeyRecord, LinkRecord } from "./identity.repository";
 
 /** Never granted for a client: key administration stays with each organization. */
 export const NEVER_GRANTED: readonly Scope[] = ["keys:admin"];

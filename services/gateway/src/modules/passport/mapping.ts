@@ -1,15 +1,6 @@
-/**
- * The one place where protobuf messages become the public JSON shapes
- * (snake_case, nulls, resource names). Never send a message to express as is.
- */
-import type { eventsV1, passportV1 } from "@dpp/proto";
-
-const parseJson = (text: string, fallback: unknown = {}) => (text ? JSON.parse(text) : fallback);
-const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
-
-export function list<T>(data: T[], hasMore: boolean, nextCursor: string | null) {
-  return { object: "list" as const, data, has_more: hasMore, next_cursor: nextCursor };
-}
+/** Passport service messages as the public JSON shapes (snake_case, nulls, resource names). */
+import type { passportV1 } from "@dpp/proto";
+import { orNull, parseJson } from "../../http/json";
 
 export function passportJson(p: passportV1.Passport) {
   return {
@@ -118,18 +109,5 @@ export function categorySchemaJson(c: passportV1.Category, schemaJson: string) {
     category: c.id,
     schema_version: c.schemaVersion,
     json_schema: parseJson(schemaJson),
-  };
-}
-
-export function eventJson(e: eventsV1.Event) {
-  return {
-    object: "event" as const,
-    id: e.id,
-    name: `organizations/${e.organizationId}/events/${e.id}`,
-    organization_id: e.organizationId,
-    type: e.type,
-    livemode: e.livemode,
-    created_at: e.createdAt,
-    related: parseJson(e.relatedJson),
   };
 }

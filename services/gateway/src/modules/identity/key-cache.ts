@@ -9,7 +9,7 @@
  */
 import type { Logger } from "@dpp/kit";
 import { createPool } from "@dpp/kit";
-import { KEY_CHANGED_CHANNEL, type KeyRecord } from "../store/identity.repository";
+import { KEY_CHANGED_CHANNEL, type KeyRecord } from "./identity.repository";
 
 export const MAX_KEY_CACHE_TTL_MS = 5000;
 

@@ -3,9 +3,9 @@
  * Used by the admin CLI and the stack runner; never exposed over HTTP.
  */
 import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/kit";
-import type { IdentityRepository, KeyRecord, OrganizationRecord } from "./store/identity.repository";
-import { Grants } from "./grants/grants";
-import { generateKeyText, isScope, parseKeyText, SCOPES } from "./auth/keys";
+import type { IdentityRepository, KeyRecord, OrganizationRecord } from "./identity.repository";
+import { Grants } from "./grants";
+import { generateKeyText, isScope, parseKeyText, SCOPES } from "./keys";
 
 export interface CreatedKey {
   /** Shown once; never stored. */

@@ -1,0 +1,41 @@
+/** What the middleware chain learns about a request, kept in res.locals for the steps after it. */
+import { randomBytes } from "node:crypto";
+import type { Response } from "express";
+import type { RequestContext } from "@dpp/kit";
+import type { OrganizationAccess } from "../../modules/identity/authenticator";
+import type { KeyRecord } from "../../modules/identity/identity.repository";
+import type { Conditional } from "../route";
+
+export interface Locals {
+  requestId: string;
+  key?: KeyRecord;
+  access?: OrganizationAccess;
+  /** Syntax-checked Idempotency-Key of an idempotent route. */
+  idempotencyKey?: string;
+  /** The claimed idempotency record, until its answer is recorded or released. */
+  idempotencyClaim?: number;
+  /** Syntax-checked conditional headers of a `conditional` route. */
+  conditional?: Conditional;
+}
+
+export const locals = (res: Response) => res.locals as Locals;
+
+export function newRequestId(): string {
+  return `req_${randomBytes(12).toString("hex")}`;
+}
+
+/** The request context carried to the services: request id, key, mode, organization and plan. */
+export function contextOf(res: Response): RequestContext {
+  const l = locals(res);
+  const ctx: RequestContext = { requestId: l.requestId };
+  if (l.key) {
+    ctx.keyId = l.key.id;
+    ctx.credentialKind = l.key.kind;
+    ctx.livemode = l.key.livemode;
+  }
+  if (l.access) {
+    ctx.organizationId = l.access.organization.id;
+    ctx.plan = l.access.plan;
+  }
+  return ctx;
+}

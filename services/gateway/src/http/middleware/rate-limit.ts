@@ -1,0 +1,17 @@
+/** The rate limit step of the chain (the limiter itself is src/ratelimit/limiter.ts). */
+import type { NextFunction, Request, Response } from "express";
+import type { RateLimiter } from "../../ratelimit/limiter";
+import { locals } from "./locals";
+
+/** Per-key (or, without a key, per-client-address) limits; RateLimit fields on every limited response. */
+export function rateLimit(limiter: RateLimiter | undefined) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    if (!limiter) return next();
+    const key = locals(res).key;
+    const decision = key
+      ? await limiter.consume("key", key.id)
+      : await limiter.consume("anonymous", req.ip ?? req.socket.remoteAddress ?? "unknown");
+    for (const [k, v] of Object.entries(decision.headers)) res.setHeader(k, v);
+    next();
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The gateway's own API: who the key is, the organizations it reaches, grants, and what an
+ * organization can do (capabilities). Served from the gateway's store (identity.repository.ts);
+ * capabilities also count the organization's published passports through passport's GetUsage, the
+ * only passport method this module calls.
+ */
+import { list } from "../../http/json";
+import { KiB, type GatewayModule } from "../../http/route";
+import type { PassportClient } from "../passport/module";
+import type { GrantTargetAccess, OrganizationAccess } from "./authenticator";
+import { computeCapabilities } from "./capabilities";
+import { Grants, type Grantor } from "./grants";
+import type { IdentityRepository, KeyRecord } from "./identity.repository";
+import { connectionJson, whoamiJson } from "./mapping";
+
+export function identityModule(deps: {
+  repo: IdentityRepository;
+  /** Usage counts for capabilities. */
+  passport: Pick<PassportClient, "getUsage">;
+}): GatewayModule {
+  const { repo, passport } = deps;
+  const grants = new Grants(repo);
+  return {
+    name: "identity",
+    routes: [
+      {
+        operationId: "whoami",
+        method: "GET",
+        path: "/whoami",
+        auth: "key",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ key }) => ({ body: whoamiJson(key!) }),
+      },
+      {
+        operationId: "listOrganizations",
+        method: "GET",
+        path: "/organizations",
+        auth: "key",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ key }) => {
+          const rows = await repo.connections(key!);
+          return { body: list(rows.map(connectionJson), false, null) };
+        },
+      },
+      {
+        operationId: "createGrant",
+        method: "POST",
+        path: "/organizations/{organization}/grants",
+        auth: "grantor",
+        scope: "keys:admin",
+        idempotent: false,
+        bodyLimitBytes: 16 * KiB,
+        successStatus: 201,
+        handler: async ({ key, access, params, body }) => {
+          const out = await grants.create(grantor(key, access), params.organization!, body);
+          return { body: out.grant };
+        },
+      },
+      {
+        operationId: "revokeGrant",
+        method: "DELETE",
+        path: "/organizations/{organization}/grants/{keyId}",
+        auth: "grantor",
+        scope: "keys:admin",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ key, access, params }) => ({
+          body: await grants.revoke(grantor(key, access), params.organization!, params.keyId!),
+        }),
+      },
+      {
+        operationId: "listCapabilities",
+        method: "GET",
+        path: "/organizations/{organization}/capabilities",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, key, access }) => {
+          const organization = access!.organization;
+          const [usage, hasLiveKey] = await Promise.all([
+            passport.getUsage({}, { context: ctx }),
+            repo.hasUsableKey(organization.id, true),
+          ]);
+          const data = computeCapabilities({
+            organization,
+            livemode: key!.livemode,
+            publishedCount: usage.publishedCount,
+            documentsUsed: 0,
+            hasLiveKey,
+          });
+          return { body: list(data, false, null) };
+        },
+      },
+    ],
+  };
+}
+
+/** The caller of a grant route, as resolved by the `grantor` auth mode. */
+function grantor(key: KeyRecord | undefined, access: OrganizationAccess | undefined): Grantor {
+  const a = access as GrantTargetAccess;
+  return { organizationId: key!.organization_id, livemode: key!.livemode, role: a.role, link: a.link };
+}

@@ -1,0 +1,230 @@
+/**
+ * The passport service's routes: categories and passports. Each handler reads the request, calls one
+ * PassportService method and maps the answer (mapping.ts).
+ */
+import type { ClientOf } from "@dpp/kit";
+import type { passportV1 } from "@dpp/proto";
+import { list } from "../../http/json";
+import { bodyJson, conditionalFields, noBody, single } from "../../http/request";
+import { KiB, MiB, type GatewayModule } from "../../http/route";
+import {
+  categoryJson,
+  categorySchemaJson,
+  passportJson,
+  passportLinksJson,
+  publishedPassportJson,
+  validationJson,
+} from "./mapping";
+
+export type PassportClient = ClientOf<typeof passportV1.PassportService>;
+
+export function passportModule(deps: { client: PassportClient }): GatewayModule {
+  const { client } = deps;
+  return {
+    name: "passport",
+    routes: [
+      {
+        operationId: "listCategories",
+        method: "GET",
+        path: "/categories",
+        auth: "optional",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx }) => {
+          const res = await client.listCategories({}, { context: ctx });
+          return { body: list(res.categories.map(categoryJson), false, null) };
+        },
+      },
+      {
+        operationId: "getCategorySchema",
+        method: "GET",
+        path: "/categories/{category}/schema",
+        auth: "optional",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.getCategorySchema({ category: params.category }, { context: ctx });
+          return { body: categorySchemaJson(res.category!, res.schemaJson) };
+        },
+      },
+      {
+        operationId: "listPassports",
+        method: "GET",
+        path: "/organizations/{organization}/passports",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, query }) => {
+          const res = await client.listPassports(
+            {
+              limit: single(query, "limit"),
+              cursor: single(query, "cursor"),
+              status: single(query, "status"),
+              category: single(query, "category"),
+              updatedSince: single(query, "updated_since"),
+            },
+            { context: ctx },
+          );
+          return { body: list(res.passports.map(passportJson), res.hasMore, res.nextCursor || null) };
+        },
+      },
+      {
+        operationId: "createPassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * MiB,
+        successStatus: 201,
+        handler: async ({ ctx, body }) => {
+          const res = await client.createPassport({ bodyJson: bodyJson(body) }, { context: ctx });
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        operationId: "getPassport",
+        method: "GET",
+        path: "/organizations/{organization}/passports/{id}",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.getPassport({ id: params.id }, { context: ctx });
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        operationId: "updatePassport",
+        method: "PATCH",
+        path: "/organizations/{organization}/passports/{id}",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * MiB,
+        successStatus: 200,
+        conditional: true,
+        handler: async ({ ctx, params, body, conditional }) => {
+          const res = await client.updatePassport(
+            { id: params.id, patchJson: bodyJson(body), ...conditionalFields(conditional) },
+            { context: ctx },
+          );
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        operationId: "publishPassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/publish",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 4 * KiB,
+        successStatus: 200,
+        conditional: true,
+        handler: async ({ ctx, params, body, conditional }) => {
+          const res = await client.publishPassport(
+            {
+              id: params.id,
+              bodyJson: body === undefined ? "" : bodyJson(body),
+              ...conditionalFields(conditional),
+            },
+            { context: ctx },
+          );
+          return { body: publishedPassportJson(res.passport!, res.warnings) };
+        },
+      },
+      {
+        operationId: "unpublishPassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/unpublish",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * KiB,
+        successStatus: 200,
+        conditional: true,
+        handler: async ({ ctx, params, body, conditional }) => {
+          noBody(body);
+          const res = await client.unpublishPassport(
+            { id: params.id, ...conditionalFields(conditional) },
+            { context: ctx },
+          );
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        // Not shaped by the spec: a write like unpublish, so it takes an Idempotency-Key and Expected-Version.
+        operationId: "trashPassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/trash",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * KiB,
+        successStatus: 200,
+        conditional: true,
+        handler: async ({ ctx, params, body, conditional }) => {
+          noBody(body);
+          const res = await client.trashPassport(
+            { id: params.id, ...conditionalFields(conditional) },
+            { context: ctx },
+          );
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        operationId: "restorePassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/restore",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * KiB,
+        successStatus: 200,
+        conditional: true,
+        handler: async ({ ctx, params, body, conditional }) => {
+          noBody(body);
+          const res = await client.restorePassport(
+            { id: params.id, ...conditionalFields(conditional) },
+            { context: ctx },
+          );
+          return { body: passportJson(res.passport!) };
+        },
+      },
+      {
+        // Changes no passport (it may keep a validation record): safe to repeat, so no Idempotency-Key.
+        operationId: "validatePassport",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/validate",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: false,
+        bodyLimitBytes: 1 * KiB,
+        successStatus: 200,
+        handler: async ({ ctx, params, body }) => {
+          const res = await client.validatePassport(
+            { id: params.id, bodyJson: body === undefined ? "" : bodyJson(body) },
+            { context: ctx },
+          );
+          return { body: validationJson(res.validation!) };
+        },
+      },
+      {
+        operationId: "getPassportLinks",
+        method: "GET",
+        path: "/organizations/{organization}/passports/{id}/links",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.getPassportLinks({ id: params.id }, { context: ctx });
+          return { body: passportLinksJson(res.links!) };
+        },
+      },
+    ],
+  };
+}
