@@ -3,7 +3,8 @@ import type { Kysely } from "kysely";
 import { ApiError, createDb } from "@dpp/kit";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
 import { Admin } from "../src/modules/identity/admin";
-import { GATEWAY_SCHEMA, migrateGateway } from "../src/gateway";
+import { migrateService } from "@dpp/kit";
+import { GATEWAY_SCHEMA, gatewayService } from "../src/gateway";
 import { IdentityRepository } from "../src/modules/identity/identity.repository";
 import type { GatewayDB } from "../src/store/schema";
 
@@ -17,7 +18,7 @@ export interface Store {
 
 export async function startStore(label: string): Promise<Store> {
   const db = await createTestDatabase(label);
-  await migrateGateway(db.url);
+  await migrateService(gatewayService, { DATABASE_URL: db.url });
   const kysely = createDb<GatewayDB>({
     url: db.url,
     schema: GATEWAY_SCHEMA,

@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { sql, type Kysely } from "kysely";
-import { ApiError, invalidParameter, lockKey, type Logger } from "@dpp/kit";
+import { ApiError, invalidParameter, lockKey } from "@dpp/kit";
 import type { GatewayDB } from "../store/schema";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
@@ -247,25 +247,4 @@ export class IdempotencyStore {
       }
     });
   }
-}
-
-/** Runs the reaper every intervalMs (unref'd timer). */
-export function startReaper(store: IdempotencyStore, intervalMs: number, log: Logger): { stop(): void } {
-  const tick = () =>
-    store
-      .reap()
-      .then((n) => {
-        if (n > 0) log.info({ deleted: n }, "idempotency records past retention reaped");
-      })
-      .catch((err: Error) => log.warn({ err: { message: err.message } }, "idempotency reaper failed"));
-  const first = setTimeout(tick, Math.min(intervalMs, 5000));
-  first.unref();
-  const t = setInterval(tick, intervalMs);
-  t.unref();
-  return {
-    stop: () => {
-      clearTimeout(first);
-      clearInterval(t);
-    },
-  };
 }
