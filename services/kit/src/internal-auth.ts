@@ -44,6 +44,15 @@
  *
  * TESTS AND LOCAL RUNS: generateInternalKeyPair() gives a fresh pair;
  * formatTrustedKeys({ gateway: [pair.publicKey] }) gives the env value.
+ *
+ * WHAT CHANGED FOR EXISTING CODE:
+ * - contextToMetadata/contextFromMetadata and the x-dpp-* headers are gone.
+ * - createClient's `target` option is gone: `audience` also names the service in
+ *   error details. Pass `log` so a refusal (internal_error, details.reason
+ *   "upstream_rejected_caller") is logged with the service's reason.
+ * - createClient(healthV1.Health, ...) for readiness polling becomes
+ *   createHealthClient(address).check(service?).
+ * - `migrate` must not require these variables: the Helm migrations Job gets neither.
  */
 import {
   createPrivateKey,
