@@ -11,9 +11,11 @@
  *   blocks are closed;
  * - every `.Values.x.y` path a template reads exists in values.yaml;
  * - every service under services/ with a src/main.ts (except kit) has a component;
+ * - internal authentication and the NetworkPolicies are wired as designed;
  * - README.md documents every value.
- * Where helm exists (a release pipeline), also run:
- *   helm lint charts/dpp && helm template dpp charts/dpp
+ * Where helm exists (a release pipeline), also run, with keys from
+ * services/kit/src/internal-auth-keygen.ts (the chart refuses to render without them):
+ *   helm lint charts/dpp -f keys.yaml && helm template dpp charts/dpp -f keys.yaml
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -74,6 +76,11 @@ describe("values.yaml against values.schema.json", () => {
     ["a database secret without a key", (v) => delete v.components.passport.databaseSecret.key],
     ["a malformed Kafka broker", (v) => (v.bus.kafka.brokers = ["kafka"])],
     ["an unknown log level", (v) => (v.config.logLevel = "verbose")],
+    ["a caller name that is not a component name", (v) => (v.components.passport.callers = ["Gateway"])],
+    ["a public key that is not base64url Ed25519", (v) => (v.internalAuth.publicKeys.gateway = ["abc"])],
+    ["a private key that is not base64url Ed25519", (v) => (v.internalAuth.privateKeys.gateway = "secret")],
+    ["an unknown key under internalAuth", (v) => (v.internalAuth.trustedKeys = {})],
+    ["no networkPolicy switch", (v) => delete v.networkPolicy.enabled],
   ];
   test.each(rejected)("rejects %s", (_what, mutate) => {
     const v = clone(values);
@@ -92,6 +99,10 @@ describe("values.yaml against values.schema.json", () => {
       terminationGracePeriodSeconds: 45,
     });
     v.bus.kafka.brokers = ["kafka-0.kafka:9092", "kafka-1.kafka:9092"];
+    const key = "MT-JM1WzIlozVOvfH59tAp4_xw7wddSRgO1bmwTmcfQ";
+    v.internalAuth.privateKeys.gateway = key;
+    v.internalAuth.publicKeys = { gateway: [key, key.replace("M", "N")], admin: [key] };
+    v.networkPolicy.extraFrom = [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "dpp-admin" } } }];
     const ok = validate(v);
     expect(validate.errors ?? []).toEqual([]);
     expect(ok).toBe(true);
@@ -147,7 +158,9 @@ describe("templates", () => {
     "deployment.yaml",
     "hpa.yaml",
     "ingress.yaml",
+    "internal-auth-secret.yaml",
     "migrations-job.yaml",
+    "networkpolicy.yaml",
     "pdb.yaml",
     "service.yaml",
     "serviceaccount.yaml",
@@ -250,6 +263,73 @@ describe("templates", () => {
   });
 });
 
+describe("internal authentication and network policies", () => {
+  const components: Record<string, Values> = values.components;
+  const template = (file: string) => fs.readFileSync(path.join(chartDir, "templates", file), "utf8");
+  const helpers = template("_helpers.tpl");
+
+  test("every gRPC component is called by the gateway, and the gateway by nobody", () => {
+    for (const [name, c] of Object.entries(components)) {
+      if (c.kind === "grpc") expect([name, c.callers]).toEqual([name, expect.arrayContaining(["gateway"])]);
+    }
+    expect(components.gateway.callers).toEqual([]);
+    expect(components.passport.callers).toContain("admin");
+  });
+
+  test("every caller named by a component is a component or has a place for its public keys", () => {
+    const callers = new Set(Object.values(components).flatMap((c) => c.callers ?? []));
+    for (const caller of callers) {
+      expect([caller, caller in values.internalAuth.publicKeys]).toEqual([caller, true]);
+    }
+    for (const caller of Object.keys(values.internalAuth.privateKeys))
+      expect(components[caller]).toBeDefined();
+  });
+
+  test("no key is shipped in values.yaml", () => {
+    expect(Object.values(values.internalAuth.privateKeys)).toEqual([""]);
+    expect(Object.values(values.internalAuth.publicKeys).flat()).toEqual([]);
+  });
+
+  test("gRPC components get their trusted keys, calling components their private key from the Secret", () => {
+    const serveEnv = helpers.slice(helpers.indexOf('define "dpp.serveEnv"'));
+    expect(serveEnv).toMatch(
+      /if eq \.c\.kind "grpc" \}\}\n- name: INTERNAL_AUTH_TRUSTED_KEYS\n {2}value: \{\{ include "dpp\.trustedKeys" \. \| quote \}\}/,
+    );
+    expect(serveEnv).toMatch(
+      /if include "dpp\.isCaller" \. \}\}\n- name: INTERNAL_AUTH_PRIVATE_KEY\n {2}valueFrom:\n {4}secretKeyRef:\n {6}name: \{\{ include "dpp\.internalAuthSecretName" \$root \| quote \}\}\n {6}key: \{\{ \.name \| quote \}\}/,
+    );
+    // A component of the chart named as a caller without a key, or a component trusting nobody, fails the render.
+    expect(helpers).toMatch(/fail \(printf "components\.%s\.callers names %s, but internalAuth\.publicKeys/);
+    expect(helpers).toMatch(/fail \(printf "components\.%s trusts no caller/);
+  });
+
+  test("the Secret is made only without existingSecret, and requires each caller's private key", () => {
+    const secret = template("internal-auth-secret.yaml");
+    expect(secret).toContain("{{- if not .Values.internalAuth.existingSecret }}");
+    expect(secret).toContain("kind: Secret");
+    expect(secret).toMatch(/required \(printf "internalAuth\.privateKeys\.%s is required/);
+    expect(secret).toContain("| b64enc | quote }}");
+    expect(helpers).toMatch(
+      /default \(printf "%s-internal-auth" .*\) \.Values\.internalAuth\.existingSecret/,
+    );
+  });
+
+  test("each gRPC component's NetworkPolicy admits only its callers' pods and extraFrom, on its port, and never everyone", () => {
+    const np = template("networkpolicy.yaml");
+    expect(np).toContain("{{- if .Values.networkPolicy.enabled }}");
+    expect(np).toContain('{{- if and $c.enabled (eq $c.kind "grpc") }}');
+    expect(np).toContain("kind: NetworkPolicy");
+    expect(np).toMatch(/policyTypes:\n\s+- Ingress/);
+    expect(np).toMatch(/range \$caller := \(\$c\.callers \| default list\)/);
+    expect(np).toContain('(dict "podSelector" (dict "matchLabels" $labels))');
+    expect(np).toContain("concat $peers ($.Values.networkPolicy.extraFrom | default list)");
+    expect(np).toMatch(/ports:\n\s+- port: \{\{ \$c\.port \}\}\n\s+protocol: TCP/);
+    // An ingress rule without `from` would admit every source: with no peer the policy admits none.
+    expect(np).toMatch(/\{\{- if \$peers \}\}\n {2}ingress:\n {4}- from:/);
+    expect(np).toMatch(/\{\{- else \}\}\n {2}ingress: \[\]/);
+  });
+});
+
 describe("README.md", () => {
   const readme = read("README.md");
 
@@ -280,6 +360,11 @@ describe("README.md", () => {
 
   test("documents every value", () => {
     expect(leafPaths(values, "").filter((p) => !documented(p))).toEqual([]);
+  });
+
+  test("says how to make the internal keys and what the NetworkPolicies are for", () => {
+    expect(readme).toContain("internal-auth-keygen.ts");
+    expect(readme).toMatch(/defence in depth/i);
   });
 
   test("says that helm cannot run on these machines", () => {

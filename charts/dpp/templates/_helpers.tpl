@@ -99,6 +99,47 @@ BUS_DATABASE_URL when bus.databaseSecret is set.
 {{- end }}
 {{- end -}}
 
+{{/*
+Internal authentication (docs/decisions/0012-internal-authentication.md).
+Name of the Secret with the calling components' private keys, one key per component name.
+*/}}
+{{- define "dpp.internalAuthSecretName" -}}
+{{- default (printf "%s-internal-auth" (include "dpp.fullname" .)) .Values.internalAuth.existingSecret -}}
+{{- end -}}
+
+{{/* Non-empty when an enabled component lists this one in its callers (component context): it signs calls. */}}
+{{- define "dpp.isCaller" -}}
+{{- $me := .name -}}
+{{- range $n, $c := .root.Values.components -}}
+{{- if and $c.enabled (has $me ($c.callers | default list)) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+INTERNAL_AUTH_TRUSTED_KEYS of a gRPC component (component context): "<caller>:<public key>"
+for every key of every caller it lists. An enabled component of the chart listed as a caller
+must have a key; a caller from outside the chart (the admin CLI) without one is left out.
+*/}}
+{{- define "dpp.trustedKeys" -}}
+{{- $entries := list -}}
+{{- range $caller := (.c.callers | default list) -}}
+{{- $pub := index $.root.Values.internalAuth.publicKeys $caller | default list -}}
+{{- $cc := index $.root.Values.components $caller -}}
+{{- if and (not $pub) $cc -}}
+{{- if $cc.enabled -}}
+{{- fail (printf "components.%s.callers names %s, but internalAuth.publicKeys.%s holds no key (services/kit/src/internal-auth-keygen.ts %s makes a pair)" $.name $caller $caller $caller) -}}
+{{- end -}}
+{{- end -}}
+{{- range $k := $pub -}}
+{{- $entries = append $entries (printf "%s:%s" $caller $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $entries -}}
+{{- fail (printf "components.%s trusts no caller: list its callers in components.%s.callers and their keys in internalAuth.publicKeys" .name .name) -}}
+{{- end -}}
+{{- join "," $entries -}}
+{{- end -}}
+
 {{/* A component's own variables (component context): name: "value" pairs, sorted. */}}
 {{- define "dpp.extraEnv" -}}
 {{- range $k, $v := (.c.env | default dict) }}
@@ -131,6 +172,17 @@ Variables of a serving component (component context). The shared ConfigMap
     secretKeyRef:
       name: {{ $root.Values.redis.secret.name | quote }}
       key: {{ required "redis.secret.key is required when redis.secret.name is set" $root.Values.redis.secret.key | quote }}
+{{- end }}
+{{- if eq .c.kind "grpc" }}
+- name: INTERNAL_AUTH_TRUSTED_KEYS
+  value: {{ include "dpp.trustedKeys" . | quote }}
+{{- end }}
+{{- if include "dpp.isCaller" . }}
+- name: INTERNAL_AUTH_PRIVATE_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "dpp.internalAuthSecretName" $root | quote }}
+      key: {{ .name | quote }}
 {{- end }}
 {{- with $root.Values.bus.kafka.sasl }}
 {{- if and .mechanism .secret.name }}

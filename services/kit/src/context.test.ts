@@ -1,10 +1,10 @@
-import { Metadata } from "@grpc/grpc-js";
 import { ApiError } from "./errors";
-import { contextFromMetadata, contextToMetadata, requireTenant, type RequestContext } from "./context";
+import { contextFromWire, contextToWire, requireTenant, type RequestContext } from "./context";
 
-const roundTrip = (ctx: RequestContext) => contextFromMetadata(contextToMetadata(ctx));
+/** What a service reads back of what a caller wrote: the wire form through JSON, as inside the token. */
+const roundTrip = (ctx: RequestContext) => contextFromWire(JSON.parse(JSON.stringify(contextToWire(ctx))));
 
-describe("request context in gRPC metadata", () => {
+describe("request context in its wire form (the ctx claim of the signed token)", () => {
   it("round-trips a full tenant context with plan", () => {
     const ctx: RequestContext = {
       requestId: "req_abc",
@@ -17,6 +17,29 @@ describe("request context in gRPC metadata", () => {
     expect(roundTrip(ctx)).toEqual(ctx);
   });
 
+  it("round-trips the plan limits, zero included", () => {
+    const ctx: RequestContext = {
+      requestId: "req_lim",
+      organizationId: "org_1",
+      livemode: true,
+      plan: {
+        planId: "starter",
+        subscriptionStatus: "active",
+        publishLimit: 0,
+        unitLimit: 1000,
+        documentLimit: 200,
+      },
+    };
+    expect(roundTrip(ctx)).toEqual(ctx);
+    expect(contextToWire(ctx).plan).toEqual({
+      plan_id: "starter",
+      subscription_status: "active",
+      publish_limit: 0,
+      unit_limit: 1000,
+      document_limit: 200,
+    });
+  });
+
   it("keeps livemode false as false (test mode is not 'no mode')", () => {
     const ctx: RequestContext = {
       requestId: "req_t",
@@ -26,7 +49,7 @@ describe("request context in gRPC metadata", () => {
     };
     const back = roundTrip(ctx);
     expect(back).toEqual(ctx);
-    expect(back.livemode).toBe(false);
+    expect(back?.livemode).toBe(false);
   });
 
   it("round-trips a public context without tenant or plan, adding nothing", () => {
@@ -37,21 +60,39 @@ describe("request context in gRPC metadata", () => {
     expect(back).not.toHaveProperty("plan");
   });
 
-  it("adds to existing metadata without dropping its entries", () => {
-    const md = new Metadata();
-    md.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-    contextToMetadata({ requestId: "req_1", organizationId: "org_1", livemode: true }, md);
-    expect(md.get("traceparent")).toEqual(["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"]);
-    expect(contextFromMetadata(md).organizationId).toBe("org_1");
+  it("ignores unknown extra fields (a newer caller during a rolling update)", () => {
+    expect(
+      contextFromWire({ request_id: "req_1", organization_id: "org_1", livemode: true, region: "eu" }),
+    ).toEqual({
+      requestId: "req_1",
+      organizationId: "org_1",
+      livemode: true,
+    });
   });
 
-  it("ignores an unknown credential kind and fills a missing request id", () => {
-    const md = new Metadata();
-    md.set("x-dpp-credential-kind", "root");
-    const ctx = contextFromMetadata(md);
-    expect(ctx.credentialKind).toBeUndefined();
-    expect(typeof ctx.requestId).toBe("string");
-    expect(ctx.requestId.length).toBeGreaterThan(0);
+  // Nothing is dropped silently: an absent credential kind or limit would read as "unrestricted".
+  it.each([
+    ["an unknown credential kind", { request_id: "r", credential_kind: "root" }],
+    ["a missing request id", { organization_id: "org_1", livemode: true }],
+    ["livemode as text", { request_id: "r", organization_id: "org_1", livemode: "true" }],
+    ["an empty organization id", { request_id: "r", organization_id: "", livemode: true }],
+    [
+      "a limit as text",
+      { request_id: "r", plan: { plan_id: "pro", subscription_status: "active", publish_limit: "9" } },
+    ],
+    [
+      "a negative limit",
+      { request_id: "r", plan: { plan_id: "pro", subscription_status: "active", unit_limit: -1 } },
+    ],
+    [
+      "a fractional limit",
+      { request_id: "r", plan: { plan_id: "pro", subscription_status: "active", unit_limit: 1.5 } },
+    ],
+    ["a plan without status", { request_id: "r", plan: { plan_id: "pro" } }],
+    ["not an object", "req_1"],
+    ["null", null],
+  ])("refuses %s", (_what, wire) => {
+    expect(contextFromWire(wire)).toBeUndefined();
   });
 });
 

@@ -1,4 +1,4 @@
-import { Metadata } from "@grpc/grpc-js";
+import { z } from "zod";
 import { ApiError } from "./errors";
 
 export type CredentialKind = "secret" | "connector";
@@ -13,8 +13,10 @@ export interface PlanContext {
 }
 
 /**
- * What the gateway established about a request and passes to every service in
- * gRPC metadata. Services trust it and never see API keys.
+ * What the gateway established about a request and passes to every service.
+ * It travels only inside the signed context token (internal-auth.ts): a
+ * service trusts it because the token proves which service wrote it, and never
+ * sees API keys.
  */
 export interface RequestContext {
   requestId: string;
@@ -32,63 +34,67 @@ export interface TenantContext extends RequestContext {
   livemode: boolean;
 }
 
-const H = {
-  requestId: "x-request-id",
-  organizationId: "x-dpp-organization-id",
-  livemode: "x-dpp-livemode",
-  keyId: "x-dpp-key-id",
-  credentialKind: "x-dpp-credential-kind",
-  planId: "x-dpp-plan-id",
-  subscriptionStatus: "x-dpp-subscription-status",
-  publishLimit: "x-dpp-publish-limit",
-  unitLimit: "x-dpp-unit-limit",
-  documentLimit: "x-dpp-document-limit",
-} as const;
+const id = z.string().min(1).max(200);
+const limit = z.number().int().nonnegative();
 
-export function contextToMetadata(ctx: RequestContext, md = new Metadata()): Metadata {
-  md.set(H.requestId, ctx.requestId);
-  if (ctx.organizationId !== undefined) md.set(H.organizationId, ctx.organizationId);
-  if (ctx.livemode !== undefined) md.set(H.livemode, ctx.livemode ? "true" : "false");
-  if (ctx.keyId !== undefined) md.set(H.keyId, ctx.keyId);
-  if (ctx.credentialKind !== undefined) md.set(H.credentialKind, ctx.credentialKind);
+/**
+ * The wire form of a request context: the `ctx` claim of the signed token. Strict:
+ * a value of the wrong type or an unknown credential kind makes the whole token
+ * malformed (nothing is silently dropped: an absent limit or credential kind would
+ * mean "unrestricted" to a service). Unknown extra fields are ignored, so a newer
+ * caller may add fields during a rolling update.
+ */
+export const wireContextSchema = z.object({
+  request_id: id,
+  organization_id: id.optional(),
+  livemode: z.boolean().optional(),
+  key_id: id.optional(),
+  credential_kind: z.enum(["secret", "connector"]).optional(),
+  plan: z
+    .object({
+      plan_id: id,
+      subscription_status: id,
+      publish_limit: limit.optional(),
+      unit_limit: limit.optional(),
+      document_limit: limit.optional(),
+    })
+    .optional(),
+});
+
+export type WireContext = z.infer<typeof wireContextSchema>;
+
+export function contextToWire(ctx: RequestContext): WireContext {
+  const w: WireContext = { request_id: ctx.requestId };
+  if (ctx.organizationId !== undefined) w.organization_id = ctx.organizationId;
+  if (ctx.livemode !== undefined) w.livemode = ctx.livemode;
+  if (ctx.keyId !== undefined) w.key_id = ctx.keyId;
+  if (ctx.credentialKind !== undefined) w.credential_kind = ctx.credentialKind;
   if (ctx.plan) {
-    md.set(H.planId, ctx.plan.planId);
-    md.set(H.subscriptionStatus, ctx.plan.subscriptionStatus);
-    if (ctx.plan.publishLimit !== undefined) md.set(H.publishLimit, String(ctx.plan.publishLimit));
-    if (ctx.plan.unitLimit !== undefined) md.set(H.unitLimit, String(ctx.plan.unitLimit));
-    if (ctx.plan.documentLimit !== undefined) md.set(H.documentLimit, String(ctx.plan.documentLimit));
+    const p = ctx.plan;
+    w.plan = { plan_id: p.planId, subscription_status: p.subscriptionStatus };
+    if (p.publishLimit !== undefined) w.plan.publish_limit = p.publishLimit;
+    if (p.unitLimit !== undefined) w.plan.unit_limit = p.unitLimit;
+    if (p.documentLimit !== undefined) w.plan.document_limit = p.documentLimit;
   }
-  return md;
+  return w;
 }
 
-function one(md: Metadata, key: string): string | undefined {
-  const v = md.get(key)[0];
-  return typeof v === "string" && v.length > 0 ? v : undefined;
-}
-
-export function contextFromMetadata(md: Metadata): RequestContext {
-  const ctx: RequestContext = { requestId: one(md, H.requestId) ?? "req_unknown" };
-  const org = one(md, H.organizationId);
-  if (org) ctx.organizationId = org;
-  const live = one(md, H.livemode);
-  if (live) ctx.livemode = live === "true";
-  const keyId = one(md, H.keyId);
-  if (keyId) ctx.keyId = keyId;
-  const kind = one(md, H.credentialKind);
-  if (kind === "secret" || kind === "connector") ctx.credentialKind = kind;
-  const planId = one(md, H.planId);
-  if (planId) {
-    ctx.plan = { planId, subscriptionStatus: one(md, H.subscriptionStatus) ?? "none" };
-    const limit = (key: string) => {
-      const v = one(md, key);
-      return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
-    };
-    const publishLimit = limit(H.publishLimit);
-    const unitLimit = limit(H.unitLimit);
-    const documentLimit = limit(H.documentLimit);
-    if (publishLimit !== undefined) ctx.plan.publishLimit = publishLimit;
-    if (unitLimit !== undefined) ctx.plan.unitLimit = unitLimit;
-    if (documentLimit !== undefined) ctx.plan.documentLimit = documentLimit;
+/** The context of a wire form; undefined when it does not match the schema. */
+export function contextFromWire(value: unknown): RequestContext | undefined {
+  const parsed = wireContextSchema.safeParse(value);
+  if (!parsed.success) return undefined;
+  const w = parsed.data;
+  const ctx: RequestContext = { requestId: w.request_id };
+  if (w.organization_id !== undefined) ctx.organizationId = w.organization_id;
+  if (w.livemode !== undefined) ctx.livemode = w.livemode;
+  if (w.key_id !== undefined) ctx.keyId = w.key_id;
+  if (w.credential_kind !== undefined) ctx.credentialKind = w.credential_kind;
+  if (w.plan) {
+    const p = w.plan;
+    ctx.plan = { planId: p.plan_id, subscriptionStatus: p.subscription_status };
+    if (p.publish_limit !== undefined) ctx.plan.publishLimit = p.publish_limit;
+    if (p.unit_limit !== undefined) ctx.plan.unitLimit = p.unit_limit;
+    if (p.document_limit !== undefined) ctx.plan.documentLimit = p.document_limit;
   }
   return ctx;
 }

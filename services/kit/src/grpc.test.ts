@@ -1,6 +1,8 @@
+import { Writable } from "node:stream";
 import * as grpc from "@grpc/grpc-js";
+import pino from "pino";
 import { ApiError } from "./errors";
-import { fromServiceError, toServiceError } from "./grpc";
+import { callerNotAuthenticated, fromServiceError, toServiceError } from "./grpc";
 
 /** What a client sees of a failed call: the status code and the trailers the server sent. */
 function asReceived(partial: Partial<grpc.ServiceError>): grpc.ServiceError {
@@ -83,5 +85,54 @@ describe("toServiceError / fromServiceError (no network)", () => {
     md.set("grpc-status-details-bin", Buffer.from([0xff, 0x00, 0x13, 0x37]));
     const back = fromServiceError(asReceived({ code: grpc.status.ABORTED, metadata: md }), "passport");
     expect(back.code).toBe("internal_error");
+  });
+
+  it("lets a service name the gRPC status explicitly", () => {
+    expect(
+      toServiceError(new ApiError("configuration_error"), undefined, grpc.status.UNAUTHENTICATED).code,
+    ).toBe(grpc.status.UNAUTHENTICATED);
+  });
+});
+
+describe("a call refused for not proving its caller", () => {
+  function capture() {
+    const lines: Array<Record<string, unknown>> = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    return { lines, log: pino({ level: "info" }, stream) };
+  }
+
+  it("is UNAUTHENTICATED with configuration_error packed in, never a key error", () => {
+    const se = callerNotAuthenticated("expired");
+    expect(se.code).toBe(grpc.status.UNAUTHENTICATED);
+    const packed = fromServiceError(asReceived({ ...se, code: grpc.status.INTERNAL }), "passport");
+    expect(packed.code).toBe("configuration_error");
+    expect(packed.details).toEqual({ reason: "caller_not_authenticated", check: "expired" });
+  });
+
+  it("reaches the API client as internal_error upstream_rejected_caller; the service's reason is only logged", async () => {
+    const { lines, log } = capture();
+    const back = fromServiceError(asReceived(callerNotAuthenticated("untrusted_issuer")), "passport", log);
+    expect(back.code).toBe("internal_error");
+    expect(back.status).toBe(500);
+    expect(back.details).toEqual({ reason: "upstream_rejected_caller", service: "passport" });
+    expect(back.headers).toEqual({});
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 50, service: "passport", check: "untrusted_issuer" });
+  });
+
+  it("treats a bare UNAUTHENTICATED (no packed error, e.g. a proxy) the same way", () => {
+    const back = fromServiceError(asReceived({ code: grpc.status.UNAUTHENTICATED }), "events");
+    expect(back.code).toBe("internal_error");
+    expect(back.details).toEqual({ reason: "upstream_rejected_caller", service: "events" });
+  });
+
+  it("passes a packed key error through unchanged", () => {
+    const back = fromServiceError(asReceived(toServiceError(new ApiError("invalid_key"))), "passport");
+    expect(back.code).toBe("invalid_key");
   });
 });

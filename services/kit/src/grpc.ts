@@ -2,7 +2,9 @@
  * The one small generic adapter between protobuf-es v2 service descriptors and
  * @grpc/grpc-js: serve a GenService with typed async handlers, call one with a
  * typed promise client. Errors travel as google.rpc.Status in the
- * grpc-status-details-bin trailer carrying dpp.common.v1.ApiError.
+ * grpc-status-details-bin trailer carrying dpp.common.v1.ApiError. Every call
+ * of a served service must carry a signed context token (internal-auth.ts): the
+ * client signs, the server verifies before the handler runs.
  */
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -16,9 +18,16 @@ import {
 } from "@bufbuild/protobuf";
 import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { commonV1, rpcStatus } from "@dpp/proto";
+import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
 import { ApiError, isErrorCode, type ErrorCode } from "./errors";
-import { contextFromMetadata, contextToMetadata, type RequestContext } from "./context";
+import type { RequestContext } from "./context";
+import {
+  CONTEXT_METADATA_KEY,
+  type ContextSigner,
+  type ContextVerifier,
+  type RejectionReason,
+  type Verification,
+} from "./internal-auth";
 import type { Logger } from "./logger";
 
 const u8ToBuffer = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
@@ -43,7 +52,10 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
 
 /** What a handler receives besides its request message. */
 export interface CallContext {
+  /** The request context exactly as the caller signed it. */
   ctx: RequestContext;
+  /** The verified name of the calling service ("gateway", "admin"). */
+  caller: string;
   log: Logger;
   deadline: grpc.Deadline;
   cancelled: () => boolean;
@@ -86,8 +98,11 @@ function grpcCodeFor(httpStatus: number): grpc.status {
   }
 }
 
-/** Turns any thrown value into a grpc-js ServiceError with the ApiError packed in. */
-export function toServiceError(err: unknown, log?: Logger): Partial<grpc.ServiceError> {
+/**
+ * Turns any thrown value into a grpc-js ServiceError with the ApiError packed in.
+ * The gRPC status follows the error's HTTP status unless `code` names one.
+ */
+export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): Partial<grpc.ServiceError> {
   let apiErr: ApiError;
   if (err instanceof ApiError) {
     apiErr = err;
@@ -95,7 +110,7 @@ export function toServiceError(err: unknown, log?: Logger): Partial<grpc.Service
     log?.error({ err }, "unhandled error in rpc handler");
     apiErr = new ApiError("internal_error");
   }
-  const code = grpcCodeFor(apiErr.status);
+  code ??= grpcCodeFor(apiErr.status);
   const status = create(rpcStatus.StatusSchema, {
     code,
     message: apiErr.message,
@@ -122,25 +137,65 @@ function headerDetails(err: ApiError): Record<string, unknown> {
   return Object.keys(err.headers).length ? { [HEADERS_KEY]: err.headers } : {};
 }
 
-/** Decodes a failed call back into an ApiError; transport failures become internal_error. */
-export function fromServiceError(err: grpc.ServiceError, target: string): ApiError {
+/** details.reason of the error a service answers to a call that does not prove its caller. */
+const CALLER_NOT_AUTHENTICATED = "caller_not_authenticated";
+
+/**
+ * The refusal of a call without a valid context token: UNAUTHENTICATED with
+ * configuration_error packed in. From where the service stands, a call it cannot
+ * authenticate is a platform fault (keys, names or clocks), never an API client's.
+ */
+export function callerNotAuthenticated(reason: RejectionReason): Partial<grpc.ServiceError> {
+  return toServiceError(
+    new ApiError("configuration_error", "The call does not prove which trusted service sent it.", {
+      reason: CALLER_NOT_AUTHENTICATED,
+      check: reason,
+    }),
+    undefined,
+    grpc.status.UNAUTHENTICATED,
+  );
+}
+
+function decodeApiError(err: grpc.ServiceError): ApiError | undefined {
   const raw = err.metadata?.get(DETAILS_KEY)[0];
-  if (raw instanceof Buffer) {
-    try {
-      const status = fromBinary(rpcStatus.StatusSchema, raw);
-      for (const any of status.details) {
-        const e = anyUnpack(any, commonV1.ApiErrorSchema);
-        if (e && isErrorCode(e.code)) {
-          const details = e.detailsJson ? (JSON.parse(e.detailsJson) as Record<string, unknown>) : {};
-          const headers = (details[HEADERS_KEY] as Record<string, string> | undefined) ?? {};
-          delete details[HEADERS_KEY];
-          return new ApiError(e.code as ErrorCode, e.message, details, headers);
-        }
+  if (!(raw instanceof Buffer)) return undefined;
+  try {
+    const status = fromBinary(rpcStatus.StatusSchema, raw);
+    for (const any of status.details) {
+      const e = anyUnpack(any, commonV1.ApiErrorSchema);
+      if (e && isErrorCode(e.code)) {
+        const details = e.detailsJson ? (JSON.parse(e.detailsJson) as Record<string, unknown>) : {};
+        const headers = (details[HEADERS_KEY] as Record<string, string> | undefined) ?? {};
+        delete details[HEADERS_KEY];
+        return new ApiError(e.code as ErrorCode, e.message, details, headers);
       }
-    } catch {
-      // fall through: an undecodable trailer is treated as an internal error
     }
+  } catch {
+    // an undecodable trailer is treated as an internal error
   }
+  return undefined;
+}
+
+/**
+ * Decodes a failed call back into an ApiError; transport failures become
+ * internal_error. A service that refused this process's call as UNAUTHENTICATED
+ * means the platform is misconfigured (keys, service names, clocks), never the
+ * API client's fault: it becomes internal_error with details.reason
+ * "upstream_rejected_caller", and the service's own reason is logged, not shown.
+ */
+export function fromServiceError(err: grpc.ServiceError, target: string, log?: Logger): ApiError {
+  const apiErr = decodeApiError(err);
+  if (
+    err.code === grpc.status.UNAUTHENTICATED &&
+    (!apiErr || apiErr.details.reason === CALLER_NOT_AUTHENTICATED)
+  ) {
+    log?.error(
+      { service: target, check: apiErr?.details.check ?? null, grpc_message: err.details },
+      "a service refused this process's call as unauthenticated: check INTERNAL_AUTH_PRIVATE_KEY, the service's INTERNAL_AUTH_TRUSTED_KEYS, the audience name and the clocks",
+    );
+    return new ApiError("internal_error", undefined, { reason: "upstream_rejected_caller", service: target });
+  }
+  if (apiErr) return apiErr;
   if (err.code === grpc.status.UNAVAILABLE) {
     return new ApiError(
       "internal_error",
@@ -160,24 +215,53 @@ export function fromServiceError(err: grpc.ServiceError, target: string): ApiErr
   return new ApiError("internal_error", undefined, { reason: "upstream_error", service: target });
 }
 
+function verifyCall(verifier: ContextVerifier, md: grpc.Metadata, path: string): Verification {
+  const values = md.get(CONTEXT_METADATA_KEY);
+  if (values.length > 1) return { ok: false, reason: "malformed" };
+  const token = values[0];
+  return verifier.verify(typeof token === "string" ? token : undefined, path);
+}
+
+/**
+ * Serves `service` on `server`. Every call must carry a context token that
+ * `verifier` accepts; any other call is answered UNAUTHENTICATED (logged with its
+ * reason) and its handler never runs.
+ */
 export function addService<T extends GenServiceMethods>(
   server: grpc.Server,
   service: GenService<T>,
   impl: ServiceImpl<T>,
   log: Logger,
+  verifier: ContextVerifier,
 ): void {
   const desc = service as unknown as DescService;
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const m of desc.methods) {
     const fn = (impl as Record<string, UnaryImpl<DescMessage, DescMessage>>)[m.localName];
     if (!fn) throw new Error(`${desc.typeName}.${m.name} has no implementation`);
+    const path = `/${desc.typeName}/${m.name}`;
     handlers[m.localName] = (call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => {
-      const ctx = contextFromMetadata(call.metadata);
-      const callLog = log.child({ request_id: ctx.requestId, rpc: m.name });
+      const verified = verifyCall(verifier, call.metadata, path);
+      if (!verified.ok) {
+        log.warn(
+          {
+            rpc: m.name,
+            check: verified.reason,
+            claimed_issuer: verified.claimedIssuer,
+            peer: call.getPeer(),
+          },
+          "refused a call that does not prove its caller",
+        );
+        cb(callerNotAuthenticated(verified.reason), null);
+        return;
+      }
+      const { ctx, caller } = verified;
+      const callLog = log.child({ request_id: ctx.requestId, rpc: m.name, caller });
       Promise.resolve()
         .then(() =>
           fn(call.request, {
             ctx,
+            caller,
             log: callLog,
             deadline: call.getDeadline(),
             cancelled: () => call.cancelled,
@@ -202,44 +286,87 @@ export type PromiseClient<T extends GenServiceMethods> = {
 };
 
 export interface ClientOptions {
+  /** This process's identity: signs every call's context. */
+  signer: ContextSigner;
+  /** The target service's name (e.g. "passport"): the tokens' audience, also named in error details. */
+  audience: string;
   /** Default deadline of every call. */
   deadlineMs?: number;
-  /** Name used in error details (e.g. "passport"). */
-  target?: string;
   channelOptions?: grpc.ChannelOptions;
+  /** Where a refusal of this process's calls (misconfigured internal auth) is logged. */
+  log?: Logger;
 }
 
-/** A typed promise client; every call carries the request context and a deadline. */
-export function createClient<T extends GenServiceMethods>(
-  service: GenService<T>,
-  address: string,
-  options: ClientOptions = {},
-): PromiseClient<T> & { close(): void } {
-  const desc = service as unknown as DescService;
+type RawClient = Record<string, (...args: unknown[]) => void> & { close(): void };
+
+function rawClient(desc: DescService, address: string, channelOptions?: grpc.ChannelOptions): RawClient {
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(desc), desc.typeName);
-  const raw = new Ctor(address, grpc.credentials.createInsecure(), {
+  return new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30000,
     // Reconnect quickly after a restarted service comes back (default backoff grows to 120 s).
     "grpc.initial_reconnect_backoff_ms": 100,
     "grpc.max_reconnect_backoff_ms": 1000,
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
-    ...options.channelOptions,
-  }) as unknown as Record<string, (...args: unknown[]) => void> & { close(): void };
-  const target = options.target ?? desc.typeName;
+    ...channelOptions,
+  }) as unknown as RawClient;
+}
+
+/**
+ * A typed promise client; every call carries its request context signed for the
+ * target service (valid until the call's deadline) and a deadline.
+ */
+export function createClient<T extends GenServiceMethods>(
+  service: GenService<T>,
+  address: string,
+  options: ClientOptions,
+): PromiseClient<T> & { close(): void } {
+  const desc = service as unknown as DescService;
+  const raw = rawClient(desc, address, options.channelOptions);
+  const { signer, audience, log } = options;
   const out: Record<string, unknown> = { close: () => raw.close() };
   for (const m of desc.methods) {
+    const method = `/${desc.typeName}/${m.name}`;
     out[m.localName] = (req: unknown, o: CallOptions) =>
       new Promise((resolve, reject) => {
         const deadline = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
-        raw[m.localName]!(
-          req,
-          contextToMetadata(o.context),
-          { deadline },
-          (e: grpc.ServiceError | null, r: unknown) => (e ? reject(fromServiceError(e, target)) : resolve(r)),
+        const md = new grpc.Metadata();
+        md.set(CONTEXT_METADATA_KEY, signer.sign(o.context, { audience, method, deadline }));
+        raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
+          e ? reject(fromServiceError(e, audience, log)) : resolve(r),
         );
       });
   }
   return out as PromiseClient<T> & { close(): void };
+}
+
+export interface HealthClient {
+  /** The serving status of `service` ("" is the whole server); NOT_FOUND for an unknown name. */
+  check(service?: string, deadlineMs?: number): Promise<healthV1.HealthCheckResponse_ServingStatus>;
+  close(): void;
+}
+
+/**
+ * A client of grpc.health.v1.Health, the one service that needs no signed
+ * context (Kubernetes probes cannot sign; it reveals nothing about tenants).
+ */
+export function createHealthClient(
+  address: string,
+  options: { deadlineMs?: number; channelOptions?: grpc.ChannelOptions } = {},
+): HealthClient {
+  const raw = rawClient(healthV1.Health as unknown as DescService, address, options.channelOptions);
+  return {
+    close: () => raw.close(),
+    check: (service = "", deadlineMs = options.deadlineMs ?? 1000) =>
+      new Promise((resolve, reject) =>
+        raw.check!(
+          create(healthV1.HealthCheckRequestSchema, { service }),
+          new grpc.Metadata(),
+          { deadline: Date.now() + deadlineMs },
+          (e: grpc.ServiceError | null, r: healthV1.HealthCheckResponse) =>
+            e ? reject(fromServiceError(e, "health")) : resolve(r.status),
+        ),
+      ),
+  };
 }
 
 /** The promise client type of a generated service, e.g. ClientOf<typeof PassportService>. */

@@ -3,6 +3,7 @@ export * from "./config";
 export * from "./logger";
 export * from "./ids";
 export * from "./context";
+export * from "./internal-auth";
 export * from "./grpc";
 export * from "./server";
 export * from "./db";

@@ -18,9 +18,15 @@ import {
 import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
 import { createLogger } from "../../src/logger";
 import type { RequestContext } from "../../src/context";
+import { createContextSigner, createContextVerifier, generateInternalKeyPair } from "../../src/internal-auth";
 import { eventually } from "../../src/testing";
 
 const log = createLogger("kit-grpc-test", "silent");
+// The calls of these tests are the gateway's, signed with a key pair made for the test.
+const keys = generateInternalKeyPair();
+const signer = createContextSigner({ issuer: "gateway", privateKey: keys.privateKey });
+const verifier = createContextVerifier({ audience: "passport", trusted: { gateway: [keys.publicKey] } });
+const clientOptions = { signer, audience: "passport" };
 const SERVICE = passportV1.PassportService.typeName;
 const { HealthCheckResponse_ServingStatus: Serving } = healthV1;
 
@@ -57,7 +63,7 @@ const fake: ImplOf<typeof passportV1.PassportService> = {
 
 async function startFake(): Promise<GrpcServerHandle> {
   return startGrpcServer("127.0.0.1:0", log, (server) => {
-    addService(server, passportV1.PassportService, fake, log);
+    addService(server, passportV1.PassportService, fake, log, verifier);
     return [SERVICE];
   });
 }
@@ -122,7 +128,7 @@ describe("gRPC server and client", () => {
 
   beforeAll(async () => {
     handle = await startFake();
-    passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, { target: "passport" });
+    passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, clientOptions);
   });
 
   afterAll(async () => {
@@ -166,6 +172,7 @@ describe("gRPC server and client", () => {
     const before = Date.now();
     await passport.getPassport({ id: "pp_ctx" }, { context, deadlineMs: 2000 });
     expect(seen?.ctx).toEqual(context);
+    expect(seen?.caller).toBe("gateway");
     expect(cancelledInHandler).toBe(false);
     const deadline = seen!.deadline instanceof Date ? seen!.deadline.getTime() : Number(seen!.deadline);
     expect(deadline).toBeGreaterThan(before + 1000);
@@ -226,7 +233,7 @@ describe("gRPC server and client", () => {
 
   it("fails fast with upstream_unavailable where nothing listens", async () => {
     const port = await deadPort();
-    const nowhere = createClient(passportV1.PassportService, `127.0.0.1:${port}`, { target: "passport" });
+    const nowhere = createClient(passportV1.PassportService, `127.0.0.1:${port}`, clientOptions);
     try {
       const started = Date.now();
       const err = await rejection(nowhere.getPassport({ id: "pp_1" }, { context, deadlineMs: 10_000 }));
@@ -262,7 +269,7 @@ describe("gRPC server and client", () => {
 
   it("uses the client's default deadline when the call names none", async () => {
     const quick = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
-      target: "passport",
+      ...clientOptions,
       deadlineMs: 200,
     });
     onGet = async () => {
@@ -300,9 +307,7 @@ describe("gRPC server and client", () => {
 describe("graceful shutdown", () => {
   it("reports NOT_SERVING, refuses new calls, and lets an in-flight call finish", async () => {
     const handle = await startFake();
-    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
-      target: "passport",
-    });
+    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, clientOptions);
     const health = healthClient(handle.port);
     try {
       // A watcher sees the status changes as they happen.
@@ -355,9 +360,7 @@ describe("graceful shutdown", () => {
 
   it("forces the shutdown once the grace period is over", async () => {
     const handle = await startFake();
-    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, {
-      target: "passport",
-    });
+    const passport = createClient(passportV1.PassportService, `127.0.0.1:${handle.port}`, clientOptions);
     let entered = false;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -1,0 +1,366 @@
+/**
+ * Internal authentication: a service trusts a request context only when the
+ * call proves which service sent it (docs/decisions/0012-internal-authentication.md).
+ *
+ * The context travels only inside one signed token, in the gRPC metadata entry
+ * `x-dpp-context`:
+ *
+ *   base64url(claims JSON) "." base64url(Ed25519 signature over those exact bytes)
+ *   claims = { iss: caller name, aud: target service name, rpc: "/pkg.Service/Method",
+ *              iat, exp (ms since epoch), ctx: the request context (context.ts, wire form) }
+ *
+ * A call whose token is missing, malformed, signed by a caller or key the
+ * service does not trust, meant for another service or method, expired or issued
+ * in the future is answered UNAUTHENTICATED and its handler never runs. The token
+ * lives at most until the call's deadline and never longer than 60 s.
+ *
+ * WIRING A SERVICE (it receives calls):
+ *
+ *   const Config = z.object({ ...serviceEnv, ...internalAuthServiceEnv, GRPC_ADDR: address });
+ *   const verifier = createContextVerifier({
+ *     audience: "passport",                           // this service's own name
+ *     trusted: config.INTERNAL_AUTH_TRUSTED_KEYS,     // "gateway:<public key>,admin:<public key>"
+ *   });
+ *   addService(server, passportV1.PassportService, impl, log, verifier);   // verifier is required
+ *   // a handler reads call.ctx (exactly what the caller signed) and call.caller ("gateway")
+ *
+ * WIRING A CALLER (it makes calls):
+ *
+ *   const Config = z.object({ ...internalAuthCallerEnv, PASSPORT_ADDR: address });
+ *   const signer = createContextSigner({ issuer: "gateway", privateKey: config.INTERNAL_AUTH_PRIVATE_KEY });
+ *   const passport = createClient(passportV1.PassportService, config.PASSPORT_ADDR, {
+ *     signer, audience: "passport", deadlineMs: config.GRPC_DEADLINE_MS, log,
+ *   });
+ *   // every call signs its { context } for "passport", valid until the call's deadline
+ *
+ * PROBES: grpc.health.v1.Health stays open (Kubernetes cannot sign); use
+ * createHealthClient(address) from grpc.ts, which sends no token.
+ *
+ * KEYS: `node --import tsx services/kit/src/internal-auth-keygen.ts gateway` prints
+ * INTERNAL_AUTH_PRIVATE_KEY (the caller's secret: a base64url 32-byte Ed25519 seed,
+ * or a path to a file holding it) and the caller's INTERNAL_AUTH_TRUSTED_KEYS entry
+ * (name:base64url public key). A name may appear with several keys
+ * ("gateway:<new>,gateway:<old>") while a key is being rotated.
+ *
+ * TESTS AND LOCAL RUNS: generateInternalKeyPair() gives a fresh pair;
+ * formatTrustedKeys({ gateway: [pair.publicKey] }) gives the env value.
+ *
+ * WHAT CHANGED FOR EXISTING CODE:
+ * - contextToMetadata/contextFromMetadata and the x-dpp-* headers are gone.
+ * - createClient's `target` option is gone: `audience` also names the service in
+ *   error details. Pass `log` so a refusal (internal_error, details.reason
+ *   "upstream_rejected_caller") is logged with the service's reason.
+ * - createClient(healthV1.Health, ...) for readiness polling becomes
+ *   createHealthClient(address).check(service?).
+ * - `migrate` must not require these variables: the Helm migrations Job gets neither.
+ */
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  type KeyObject,
+} from "node:crypto";
+import fs from "node:fs";
+import { z } from "zod";
+import { contextFromWire, contextToWire, type RequestContext, type WireContext } from "./context";
+
+/** The one metadata entry that carries the signed context. */
+export const CONTEXT_METADATA_KEY = "x-dpp-context";
+/** No token lives longer than this, whatever the call's deadline. */
+export const MAX_TOKEN_LIFETIME_MS = 60_000;
+/** How far the caller's and the service's clocks may disagree. */
+export const DEFAULT_CLOCK_SKEW_MS = 5_000;
+/** A longer metadata value is refused before it is decoded. */
+const MAX_TOKEN_LENGTH = 8 * 1024;
+
+/** Service and caller names: lowercase, as in the registry of services ("gateway", "variants-units"). */
+const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+/** 32 bytes in base64url without padding: an Ed25519 seed or public key. */
+const KEY32 = /^[A-Za-z0-9_-]{43}$/;
+const SEGMENT = /^[A-Za-z0-9_-]+$/;
+
+/** Whether `name` can name a caller or a service. */
+export function isServiceName(name: string): boolean {
+  return NAME.test(name);
+}
+// PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410): a JWK private key would also need the public half.
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+/** Callers a service trusts: caller name → its base64url public keys (several during a rotation). */
+export type TrustedKeys = Readonly<Record<string, readonly string[]>>;
+
+/** The signed claims. */
+export interface ContextClaims {
+  iss: string;
+  aud: string;
+  rpc: string;
+  iat: number;
+  exp: number;
+  ctx: WireContext;
+}
+
+export interface InternalKeyPair {
+  /** base64url 32-byte Ed25519 seed: INTERNAL_AUTH_PRIVATE_KEY of the caller. */
+  privateKey: string;
+  /** base64url 32-byte Ed25519 public key: the caller's entry in INTERNAL_AUTH_TRUSTED_KEYS. */
+  publicKey: string;
+}
+
+export function generateInternalKeyPair(): InternalKeyPair {
+  const { privateKey } = generateKeyPairSync("ed25519");
+  const jwk = privateKey.export({ format: "jwk" });
+  return { privateKey: jwk.d!, publicKey: jwk.x! };
+}
+
+function importPrivateKey(seed: string): KeyObject {
+  if (!KEY32.test(seed)) throw new Error("expected a base64url Ed25519 seed (43 characters)");
+  return createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed, "base64url")]),
+    format: "der",
+    type: "pkcs8",
+  });
+}
+
+function importPublicKey(key: string): KeyObject {
+  if (!KEY32.test(key)) throw new Error("expected a base64url Ed25519 public key (43 characters)");
+  return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key }, format: "jwk" });
+}
+
+/** The public key of a private key (seed), both base64url. */
+export function publicKeyOf(privateKey: string): string {
+  return createPublicKey(importPrivateKey(privateKey)).export({ format: "jwk" }).x!;
+}
+
+export interface SignOptions {
+  /** The target service's name: the token is refused by every other service. */
+  audience: string;
+  /** The full gRPC method path, "/dpp.passport.v1.PassportService/GetPassport". */
+  method: string;
+  /** The call's deadline (ms since epoch); the token expires then, or after 60 s if sooner. */
+  deadline?: number;
+}
+
+export interface ContextSigner {
+  readonly issuer: string;
+  /** The metadata value that proves this caller sent `ctx` to `audience` for `method`. */
+  sign(ctx: RequestContext, options: SignOptions): string;
+}
+
+/** A signer for one caller; the private key is imported once. */
+export function createContextSigner(o: {
+  issuer: string;
+  privateKey: string;
+  now?: () => number;
+}): ContextSigner {
+  if (!NAME.test(o.issuer)) throw new Error(`invalid caller name ${JSON.stringify(o.issuer)}`);
+  const key = importPrivateKey(o.privateKey);
+  const now = o.now ?? Date.now;
+  return {
+    issuer: o.issuer,
+    sign(ctx, { audience, method, deadline }) {
+      const iat = now();
+      const latest = iat + MAX_TOKEN_LIFETIME_MS;
+      const exp = Math.max(iat, Math.min(deadline ?? latest, latest));
+      const claims: ContextClaims = {
+        iss: o.issuer,
+        aud: audience,
+        rpc: method,
+        iat,
+        exp,
+        ctx: contextToWire(ctx),
+      };
+      const payload = Buffer.from(JSON.stringify(claims), "utf8");
+      return `${payload.toString("base64url")}.${sign(null, payload, key).toString("base64url")}`;
+    },
+  };
+}
+
+/** Why a token was refused (logged by the service; never the client's business). */
+export type RejectionReason =
+  | "missing"
+  | "malformed"
+  | "untrusted_issuer"
+  | "bad_signature"
+  | "wrong_audience"
+  | "wrong_method"
+  | "bad_lifetime"
+  | "issued_in_future"
+  | "expired";
+
+export type Verification =
+  | { ok: true; caller: string; ctx: RequestContext; expiresAt: number }
+  | { ok: false; reason: RejectionReason; claimedIssuer?: string };
+
+export interface ContextVerifier {
+  /** This service's name. */
+  readonly audience: string;
+  /** Names of the trusted callers. */
+  readonly callers: readonly string[];
+  /** Checks one call's token (`undefined` when the call carried none) for `method`. */
+  verify(token: string | undefined, method: string): Verification;
+}
+
+const claimsSchema = z.object({
+  iss: z.string(),
+  aud: z.string(),
+  rpc: z.string(),
+  iat: z.number().int().nonnegative(),
+  exp: z.number().int().nonnegative(),
+  ctx: z.unknown(),
+});
+
+/** A verifier for one service; every trusted public key is imported once. */
+export function createContextVerifier(o: {
+  audience: string;
+  trusted: TrustedKeys;
+  clockSkewMs?: number;
+  now?: () => number;
+}): ContextVerifier {
+  if (!NAME.test(o.audience)) throw new Error(`invalid service name ${JSON.stringify(o.audience)}`);
+  const keys = new Map<string, KeyObject[]>();
+  for (const [name, list] of Object.entries(o.trusted)) {
+    if (!NAME.test(name)) throw new Error(`invalid caller name ${JSON.stringify(name)}`);
+    if (list.length > 0) keys.set(name, list.map(importPublicKey));
+  }
+  if (keys.size === 0) throw new Error(`${o.audience} trusts no caller: give it at least one public key`);
+  const skew = o.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const now = o.now ?? Date.now;
+  const refuse = (reason: RejectionReason, claimedIssuer?: string): Verification =>
+    claimedIssuer === undefined ? { ok: false, reason } : { ok: false, reason, claimedIssuer };
+
+  return {
+    audience: o.audience,
+    callers: [...keys.keys()],
+    verify(token, method) {
+      if (token === undefined || token === "") return refuse("missing");
+      if (token.length > MAX_TOKEN_LENGTH) return refuse("malformed");
+      const parts = token.split(".");
+      if (parts.length !== 2 || !SEGMENT.test(parts[0]!) || !SEGMENT.test(parts[1]!))
+        return refuse("malformed");
+      const payload = Buffer.from(parts[0]!, "base64url");
+      const signature = Buffer.from(parts[1]!, "base64url");
+      let raw: unknown;
+      try {
+        raw = JSON.parse(payload.toString("utf8"));
+      } catch {
+        return refuse("malformed");
+      }
+      // The issuer picks the keys to try; nothing else is believed before the signature holds.
+      const iss = raw !== null && typeof raw === "object" ? (raw as { iss?: unknown }).iss : undefined;
+      if (typeof iss !== "string") return refuse("malformed");
+      const candidates = keys.get(iss);
+      if (!candidates) return refuse("untrusted_issuer", iss.slice(0, 64));
+      if (signature.length !== 64 || !candidates.some((k) => verify(null, payload, k, signature)))
+        return refuse("bad_signature", iss);
+
+      const claims = claimsSchema.safeParse(raw);
+      if (!claims.success) return refuse("malformed", iss);
+      const { aud, rpc, iat, exp } = claims.data;
+      const ctx = contextFromWire(claims.data.ctx);
+      if (!ctx) return refuse("malformed", iss);
+      if (aud !== o.audience) return refuse("wrong_audience", iss);
+      if (rpc !== method) return refuse("wrong_method", iss);
+      if (exp < iat || exp - iat > MAX_TOKEN_LIFETIME_MS) return refuse("bad_lifetime", iss);
+      const t = now();
+      if (iat > t + skew) return refuse("issued_in_future", iss);
+      if (t > exp + skew) return refuse("expired", iss);
+      return { ok: true, caller: iss, ctx, expiresAt: exp };
+    },
+  };
+}
+
+/**
+ * Parses "gateway:<key>,gateway:<older key>,admin:<key>" (commas or whitespace
+ * between entries). Returns the keys by caller, or the problems found.
+ */
+function parseTrusted(text: string): { trusted: Record<string, string[]>; problems: string[] } {
+  const trusted: Record<string, string[]> = {};
+  const problems: string[] = [];
+  const entries = text.split(/[\s,]+/).filter(Boolean);
+  entries.forEach((entry, i) => {
+    const at = `entry ${i + 1} (${JSON.stringify(entry.slice(0, 80))})`;
+    const colon = entry.indexOf(":");
+    if (colon === -1) return problems.push(`${at}: expected <caller name>:<base64url public key>`);
+    const name = entry.slice(0, colon);
+    const key = entry.slice(colon + 1);
+    if (!NAME.test(name)) return problems.push(`${at}: the caller name must match ${NAME.source}`);
+    try {
+      importPublicKey(key);
+    } catch {
+      return problems.push(`${at}: not a base64url Ed25519 public key (43 characters)`);
+    }
+    const list = (trusted[name] ??= []);
+    if (!list.includes(key)) list.push(key);
+  });
+  if (entries.length === 0)
+    problems.push("no trusted caller: at least one <caller name>:<public key> is required");
+  return { trusted, problems };
+}
+
+/** parseTrusted, throwing on the first problem. */
+export function parseTrustedKeys(text: string): TrustedKeys {
+  const { trusted, problems } = parseTrusted(text);
+  if (problems.length) throw new Error(`INTERNAL_AUTH_TRUSTED_KEYS: ${problems.join("; ")}`);
+  return trusted;
+}
+
+/** The INTERNAL_AUTH_TRUSTED_KEYS value of a set of trusted keys. */
+export function formatTrustedKeys(trusted: TrustedKeys): string {
+  return Object.entries(trusted)
+    .flatMap(([name, list]) => list.map((k) => `${name}:${k}`))
+    .join(",");
+}
+
+/**
+ * The seed itself, or the seed read from the file the value names. Never echoes
+ * the value in a message: a mistyped key is still a secret.
+ */
+function readPrivateKey(value: string): { key?: string; problem?: string } {
+  const v = value.trim();
+  if (KEY32.test(v)) return { key: v };
+  let text: string;
+  try {
+    text = fs.readFileSync(v, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
+    return {
+      problem: `neither a base64url Ed25519 seed (43 characters) nor a readable file (${code}); generate one with services/kit/src/internal-auth-keygen.ts`,
+    };
+  }
+  const k = text.trim();
+  if (KEY32.test(k)) return { key: k };
+  return { problem: "the file does not hold a base64url Ed25519 seed (43 characters)" };
+}
+
+/** The variables of a process that calls services; spread into its config schema. */
+export const internalAuthCallerEnv = {
+  /** base64url Ed25519 seed of this caller, or a path to a file holding it (a mounted Secret). */
+  INTERNAL_AUTH_PRIVATE_KEY: z
+    .string({
+      error:
+        "required: this caller's base64url Ed25519 seed, or a path to a file holding it (services/kit/src/internal-auth-keygen.ts makes one)",
+    })
+    .transform((value, ctx) => {
+      const { key, problem } = readPrivateKey(value);
+      if (key !== undefined) return key;
+      ctx.addIssue({ code: "custom", message: problem ?? "invalid" });
+      return z.NEVER;
+    }),
+};
+
+/** The variables of a service that receives calls; spread into its config schema. */
+export const internalAuthServiceEnv = {
+  /** "<caller>:<base64url public key>" entries, comma-separated; a caller may have several keys (rotation). */
+  INTERNAL_AUTH_TRUSTED_KEYS: z
+    .string({
+      error:
+        'required: the callers this service trusts, "<caller>:<base64url public key>" comma-separated (e.g. "gateway:...,admin:...")',
+    })
+    .transform((text, ctx): TrustedKeys => {
+      const { trusted, problems } = parseTrusted(text);
+      for (const message of problems) ctx.addIssue({ code: "custom", message });
+      return problems.length ? z.NEVER : trusted;
+    }),
+};

@@ -1,0 +1,325 @@
+/**
+ * The trust check over a real loopback connection: a gRPC service answers only
+ * calls whose context is signed by a caller it trusts. Everything else is
+ * UNAUTHENTICATED and its handler never runs.
+ */
+import { Writable } from "node:stream";
+import * as grpc from "@grpc/grpc-js";
+import { passportV1, healthV1 } from "@dpp/proto";
+import pino from "pino";
+import { ApiError } from "../../src/errors";
+import {
+  addService,
+  createClient,
+  createHealthClient,
+  fromServiceError,
+  serviceDefinition,
+  type CallContext,
+  type ImplOf,
+} from "../../src/grpc";
+import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
+import type { RequestContext } from "../../src/context";
+import {
+  CONTEXT_METADATA_KEY,
+  createContextSigner,
+  createContextVerifier,
+  generateInternalKeyPair,
+} from "../../src/internal-auth";
+
+const SERVICE = passportV1.PassportService.typeName;
+const GET = `/${SERVICE}/GetPassport`;
+const CREATE = `/${SERVICE}/CreatePassport`;
+
+const gatewayKeys = generateInternalKeyPair();
+const adminKeys = generateInternalKeyPair();
+const attackerKeys = generateInternalKeyPair();
+const gateway = createContextSigner({ issuer: "gateway", privateKey: gatewayKeys.privateKey });
+const admin = createContextSigner({ issuer: "admin", privateKey: adminKeys.privateKey });
+
+const orgA: RequestContext = {
+  requestId: "req_a",
+  organizationId: "org_a",
+  livemode: false,
+  keyId: "key_a",
+  credentialKind: "secret",
+  plan: {
+    planId: "trial",
+    subscriptionStatus: "trialing",
+    publishLimit: 3,
+    unitLimit: 100,
+    documentLimit: 20,
+  },
+};
+
+/** Every handler run, with what it was given. */
+const runs: Array<{ rpc: string; ctx: RequestContext; caller: string }> = [];
+const record = (rpc: string, call: CallContext) => runs.push({ rpc, ctx: call.ctx, caller: call.caller });
+
+const notHere = Object.fromEntries(
+  passportV1.PassportService.methods.map((m) => [
+    m.localName,
+    (_req: unknown, call: CallContext) => {
+      record(m.name, call);
+      throw new ApiError("resource_not_found");
+    },
+  ]),
+) as unknown as ImplOf<typeof passportV1.PassportService>;
+
+const impl: ImplOf<typeof passportV1.PassportService> = {
+  ...notHere,
+  getPassport: (req, call) => {
+    record("GetPassport", call);
+    return { passport: { id: req.id, organizationId: call.ctx.organizationId ?? "", status: "draft" } };
+  },
+  createPassport: (_req, call) => {
+    record("CreatePassport", call);
+    return { passport: { id: "pp_new", organizationId: call.ctx.organizationId ?? "", status: "draft" } };
+  },
+};
+
+const serverLog: Array<Record<string, unknown>> = [];
+const log = pino(
+  { level: "info" },
+  new Writable({
+    write(chunk, _enc, done) {
+      serverLog.push(JSON.parse(String(chunk)));
+      done();
+    },
+  }),
+);
+
+type RawCall = (
+  req: object,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (e: grpc.ServiceError | null, r?: passportV1.GetPassportResponse) => void,
+) => void;
+type RawPassport = grpc.Client & { getPassport: RawCall; createPassport: RawCall };
+const RawClient = grpc.makeGenericClientConstructor(
+  serviceDefinition(passportV1.PassportService),
+  "Passport",
+);
+
+/** A call as anyone on the network can make it: any metadata, no kit client. */
+function rawCall(
+  client: RawPassport,
+  method: "getPassport" | "createPassport",
+  md: grpc.Metadata,
+): Promise<{ ok: true } | { ok: false; err: grpc.ServiceError }> {
+  const req = method === "getPassport" ? { id: "pp_of_b" } : { bodyJson: '{"category":"apparel"}' };
+  return new Promise((resolve) =>
+    client[method](req, md, { deadline: Date.now() + 3000 }, (e) =>
+      resolve(e ? { ok: false, err: e } : { ok: true }),
+    ),
+  );
+}
+
+const metadata = (entries: Array<[string, string]>) => {
+  const md = new grpc.Metadata();
+  for (const [k, v] of entries) md.add(k, v);
+  return md;
+};
+
+/** The claims of a token edited in place, keeping its signature. */
+function edit(token: string, change: (claims: any) => void): string {
+  const [payload, signature] = token.split(".");
+  const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
+  change(claims);
+  return `${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${signature}`;
+}
+
+describe("the trust check of a gRPC service", () => {
+  let handle: GrpcServerHandle;
+  let raw: RawPassport;
+  const address = () => `127.0.0.1:${handle.port}`;
+
+  beforeAll(async () => {
+    const verifier = createContextVerifier({
+      audience: "passport",
+      trusted: { gateway: [gatewayKeys.publicKey], admin: [adminKeys.publicKey] },
+    });
+    handle = await startGrpcServer("127.0.0.1:0", log, (server) => {
+      addService(server, passportV1.PassportService, impl, log, verifier);
+      return [SERVICE];
+    });
+    raw = new RawClient(address(), grpc.credentials.createInsecure()) as unknown as RawPassport;
+  });
+
+  afterAll(() => {
+    raw.close();
+    handle.server.forceShutdown();
+  });
+
+  beforeEach(() => {
+    runs.length = 0;
+    serverLog.length = 0;
+  });
+
+  /** Asserts the call was refused as UNAUTHENTICATED with the kit's packed error and touched nothing. */
+  async function expectRefused(
+    method: "getPassport" | "createPassport",
+    md: grpc.Metadata,
+    check: string,
+  ): Promise<void> {
+    serverLog.length = 0;
+    const res = await rawCall(raw, method, md);
+    expect(res.ok).toBe(false);
+    const err = (res as { err: grpc.ServiceError }).err;
+    expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
+    // What the caller can read of the packed error (as a caller that does not translate it would).
+    const packed = fromServiceError({ ...err, code: grpc.status.INTERNAL }, "passport");
+    expect(packed.code).toBe("configuration_error");
+    expect(packed.details).toEqual({ reason: "caller_not_authenticated", check });
+    expect(runs).toEqual([]);
+    expect(serverLog).toEqual([expect.objectContaining({ level: 40, check })]);
+  }
+
+  it("refuses a call without a token", async () => {
+    await expectRefused("getPassport", new grpc.Metadata(), "missing");
+    await expectRefused("createPassport", new grpc.Metadata(), "missing");
+  });
+
+  it("refuses a call that writes the context as plain x-dpp-* headers", async () => {
+    const headers: Array<[string, string]> = [
+      ["x-request-id", "req_forged"],
+      ["x-dpp-organization-id", "org_b"],
+      ["x-dpp-livemode", "true"],
+      ["x-dpp-key-id", "key_b"],
+      ["x-dpp-credential-kind", "secret"],
+      ["x-dpp-plan-id", "scale"],
+      ["x-dpp-subscription-status", "active"],
+      ["x-dpp-publish-limit", "100000"],
+    ];
+    await expectRefused("getPassport", metadata(headers), "missing");
+    await expectRefused("createPassport", metadata(headers), "missing");
+  });
+
+  it("refuses a token signed with a key the service does not trust", async () => {
+    const asGateway = createContextSigner({ issuer: "gateway", privateKey: attackerKeys.privateKey });
+    const forged = asGateway.sign(
+      { ...orgA, organizationId: "org_b" },
+      { audience: "passport", method: GET, deadline: Date.now() + 5000 },
+    );
+    await expectRefused("getPassport", metadata([[CONTEXT_METADATA_KEY, forged]]), "bad_signature");
+
+    const asStranger = createContextSigner({ issuer: "portal", privateKey: attackerKeys.privateKey });
+    const stranger = asStranger.sign(orgA, {
+      audience: "passport",
+      method: GET,
+      deadline: Date.now() + 5000,
+    });
+    await expectRefused("getPassport", metadata([[CONTEXT_METADATA_KEY, stranger]]), "untrusted_issuer");
+  });
+
+  it("refuses a token signed for organization A whose claims were edited to organization B", async () => {
+    const deadline = Date.now() + 5000;
+    const forRead = gateway.sign(orgA, { audience: "passport", method: GET, deadline });
+    const forCreate = gateway.sign(orgA, { audience: "passport", method: CREATE, deadline });
+    const toB = (c: any) => {
+      c.ctx.organization_id = "org_b";
+      c.ctx.livemode = true;
+    };
+    await expectRefused(
+      "getPassport",
+      metadata([[CONTEXT_METADATA_KEY, edit(forRead, toB)]]),
+      "bad_signature",
+    );
+    await expectRefused(
+      "createPassport",
+      metadata([[CONTEXT_METADATA_KEY, edit(forCreate, toB)]]),
+      "bad_signature",
+    );
+  });
+
+  it("refuses a valid token used for another method or sent to another service", async () => {
+    const deadline = Date.now() + 5000;
+    const readToken = gateway.sign(orgA, { audience: "passport", method: GET, deadline });
+    await expectRefused("createPassport", metadata([[CONTEXT_METADATA_KEY, readToken]]), "wrong_method");
+    const forEvents = gateway.sign(orgA, { audience: "events", method: GET, deadline });
+    await expectRefused("getPassport", metadata([[CONTEXT_METADATA_KEY, forEvents]]), "wrong_audience");
+  });
+
+  it("refuses a call carrying a second, forged token beside a valid one", async () => {
+    const deadline = Date.now() + 5000;
+    const valid = gateway.sign(orgA, { audience: "passport", method: GET, deadline });
+    const md = metadata([
+      [CONTEXT_METADATA_KEY, valid],
+      [CONTEXT_METADATA_KEY, edit(valid, (c) => (c.ctx.organization_id = "org_b"))],
+    ]);
+    await expectRefused("getPassport", md, "malformed");
+  });
+
+  it("runs the handler with exactly the signed context and the verified caller", async () => {
+    const passport = createClient(passportV1.PassportService, address(), {
+      signer: gateway,
+      audience: "passport",
+    });
+    const asAdmin = createClient(passportV1.PassportService, address(), {
+      signer: admin,
+      audience: "passport",
+    });
+    try {
+      const res = await passport.getPassport({ id: "pp_1" }, { context: orgA });
+      expect(res.passport?.organizationId).toBe("org_a");
+      await asAdmin.createPassport(
+        { bodyJson: "{}" },
+        { context: { requestId: "req_admin", organizationId: "org_a", livemode: true } },
+      );
+      expect(runs).toEqual([
+        { rpc: "GetPassport", ctx: orgA, caller: "gateway" },
+        {
+          rpc: "CreatePassport",
+          ctx: { requestId: "req_admin", organizationId: "org_a", livemode: true },
+          caller: "admin",
+        },
+      ]);
+    } finally {
+      passport.close();
+      asAdmin.close();
+    }
+  });
+
+  it("gives a kit client whose key the service does not trust internal_error upstream_rejected_caller, and logs why", async () => {
+    const callerLines: Array<Record<string, unknown>> = [];
+    const callerLog = pino(
+      { level: "info" },
+      new Writable({
+        write(chunk, _enc, done) {
+          callerLines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
+    const misconfigured = createClient(passportV1.PassportService, address(), {
+      signer: createContextSigner({ issuer: "gateway", privateKey: attackerKeys.privateKey }),
+      audience: "passport",
+      log: callerLog,
+    });
+    try {
+      const err = await misconfigured.getPassport({ id: "pp_1" }, { context: orgA }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe("internal_error");
+      expect((err as ApiError).details).toEqual({ reason: "upstream_rejected_caller", service: "passport" });
+      expect(callerLines).toEqual([
+        expect.objectContaining({ level: 50, service: "passport", check: "bad_signature" }),
+      ]);
+      expect(runs).toEqual([]);
+    } finally {
+      misconfigured.close();
+    }
+  });
+
+  it("answers the health check without a token", async () => {
+    const health = createHealthClient(address());
+    try {
+      expect(await health.check()).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
+      expect(await health.check(SERVICE)).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
+      expect(runs).toEqual([]);
+    } finally {
+      health.close();
+    }
+  });
+});
