@@ -3,9 +3,9 @@ import { randomBytes } from "node:crypto";
 import {
   DOMAIN_EVENTS_TOPIC,
   PgBus,
-  createClient,
   createLogger,
   newId,
+  type ClientOf,
   type DomainEvent,
   type RequestContext,
 } from "@dpp/kit";
@@ -36,9 +36,7 @@ export function domainEvent(
   };
 }
 
-const eventsClient = (port: number) =>
-  createClient(eventsV1.EventsService, `127.0.0.1:${port}`, { target: "events" });
-export type EventsClient = ReturnType<typeof eventsClient>;
+export type EventsClient = ClientOf<typeof eventsV1.EventsService>;
 
 type EventsUnderTest = UnderTest<typeof eventsService>;
 
@@ -66,7 +64,7 @@ export async function startHarness(label: string): Promise<Harness> {
   );
   const db = service.database;
   const bus = new PgBus({ url: db.url, log, pollIntervalMs: 50 });
-  const client = eventsClient(service.port);
+  const client = service.client(eventsV1.EventsService);
   const context = (t: Tenant): RequestContext => ({
     requestId: `req_${randomBytes(4).toString("hex")}`,
     organizationId: t.organizationId,
@@ -95,7 +93,6 @@ export async function startHarness(label: string): Promise<Harness> {
         return page.events.length >= n ? page.events : undefined;
       }),
     close: async () => {
-      client.close();
       await bus.close();
       await service.close();
     },

@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import { sql } from "kysely";
-import { createClient, defineService, type ClientOptions, type ServiceRuntime } from "@dpp/kit";
+import { defineService, type ServiceRuntime } from "@dpp/kit";
 import { migrations } from "../migrations";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import { gatewayEnv } from "./config";
@@ -31,10 +31,7 @@ export const gatewayService = defineService({
   start: async (rt: ServiceRuntime<typeof gatewayEnv, GatewayDB>) => {
     const { config, db, log } = rt;
     const identity = new IdentityRepository(db, rt.eventsCommitted);
-    const clients = connectClients(config);
-    rt.onStop(() => {
-      for (const client of Object.values(clients)) client.close();
-    });
+    const clients = connectClients(rt);
     const keyCache = new KeyCache(config.KEY_CACHE_TTL_MS);
     if (config.KEY_CACHE_TTL_MS > 0) {
       const keyListener = listenForKeyChanges(config.DATABASE_URL, GATEWAY_SCHEMA, keyCache, log);
@@ -98,11 +95,20 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
   });
 }
 
-/** Every gRPC client of the gateway, made here with the same call options. */
-function connectClients(config: { GRPC_DEADLINE_MS: number; PASSPORT_ADDR: string; EVENTS_ADDR: string }) {
-  const options = (target: string): ClientOptions => ({ deadlineMs: config.GRPC_DEADLINE_MS, target });
+/** Every gRPC client of the gateway, made here with the same call options (signed as the gateway). */
+function connectClients(rt: ServiceRuntime<typeof gatewayEnv, GatewayDB>) {
+  const { config } = rt;
+  const deadlineMs = config.GRPC_DEADLINE_MS;
   return {
-    passport: createClient(passportV1.PassportService, config.PASSPORT_ADDR, options("passport")),
-    events: createClient(eventsV1.EventsService, config.EVENTS_ADDR, options("events")),
+    passport: rt.client(passportV1.PassportService, {
+      address: config.PASSPORT_ADDR,
+      audience: "passport",
+      deadlineMs,
+    }),
+    events: rt.client(eventsV1.EventsService, {
+      address: config.EVENTS_ADDR,
+      audience: "events",
+      deadlineMs,
+    }),
   };
 }

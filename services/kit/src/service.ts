@@ -32,7 +32,15 @@ import { createBus } from "./bus-factory";
 import { migrateBus, type Bus } from "./bus";
 import { OutboxRelay } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
-import { addService, type ServiceImpl } from "./grpc";
+import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
+import {
+  createContextSigner,
+  createContextVerifier,
+  internalAuthCallerEnv,
+  internalAuthServiceEnv,
+  type ContextSigner,
+  type ContextVerifier,
+} from "./internal-auth";
 import { onShutdownSignal, startGrpcServer } from "./server";
 
 /** Variables every service reads (the database, the bus and its relay, Kafka, logging, shutdown). */
@@ -47,6 +55,13 @@ export const commonServiceEnv = {
   /** Time in-flight calls get on SIGTERM. */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
   ...kafkaEnv,
+  /**
+   * Internal authentication (internal-auth.ts). Optional in the schema so that `migrate` runs without
+   * them; `serve` requires the trusted keys of a gRPC service and the private key of a service that calls
+   * another.
+   */
+  INTERNAL_AUTH_TRUSTED_KEYS: internalAuthServiceEnv.INTERNAL_AUTH_TRUSTED_KEYS.optional(),
+  INTERNAL_AUTH_PRIVATE_KEY: internalAuthCallerEnv.INTERNAL_AUTH_PRIVATE_KEY.optional(),
 };
 
 export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
@@ -65,6 +80,14 @@ export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
   readonly bus: Bus;
   /** Wakes the outbox relay: call it after a transaction that wrote events committed. */
   readonly eventsCommitted: () => void;
+  /**
+   * A client of another service: every call's context is signed as this service (the tokens' issuer is
+   * the service's name) for `audience`; closed by the template on stop.
+   */
+  client<T extends GenServiceMethods>(
+    service: GenService<T>,
+    o: { address: string; audience: string; deadlineMs?: number },
+  ): PromiseClient<T> & { close(): void };
   /** Serves a generated gRPC service from this process (gRPC services only). */
   serve<T extends GenServiceMethods>(service: GenService<T>, impl: ServiceImpl<T>): void;
   /** Starts periodic singleton work (see jobs.ts); stopped by the template. */
@@ -156,6 +179,28 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     }
   };
   try {
+    // The trust check is decided before anything starts: a gRPC service without trusted callers refuses to run.
+    let verifier: ContextVerifier | undefined;
+    if (def.grpcPort !== undefined) {
+      if (!config.INTERNAL_AUTH_TRUSTED_KEYS)
+        throw new ConfigError(
+          "Invalid configuration:\n  INTERNAL_AUTH_TRUSTED_KEYS: required to serve gRPC: the callers this service trusts, " +
+            '"<caller>:<base64url public key>" comma-separated (services/kit/src/internal-auth-keygen.ts makes a pair)',
+        );
+      verifier = createContextVerifier({ audience: def.name, trusted: config.INTERNAL_AUTH_TRUSTED_KEYS });
+    }
+    let signer: ContextSigner | undefined;
+    const signerOf = (): ContextSigner => {
+      if (signer) return signer;
+      if (!config.INTERNAL_AUTH_PRIVATE_KEY)
+        throw new ConfigError(
+          `Invalid configuration:\n  INTERNAL_AUTH_PRIVATE_KEY: required: ${def.name} calls other services and signs its calls with it`,
+        );
+      return (signer = createContextSigner({
+        issuer: def.name,
+        privateKey: config.INTERNAL_AUTH_PRIVATE_KEY,
+      }));
+    };
     const db = createDb<DB>({
       url: config.DATABASE_URL,
       schema: def.schema,
@@ -190,10 +235,21 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       db,
       bus,
       eventsCommitted: () => relay?.wake(),
+      client: (service, o) => {
+        const c = createClient(service, o.address, {
+          signer: signerOf(),
+          audience: o.audience,
+          deadlineMs: o.deadlineMs,
+          log,
+        });
+        hooks.push(() => c.close());
+        return c;
+      },
       serve: (service, impl) => {
-        if (def.grpcPort === undefined) throw new Error(`${def.name} is not a gRPC service`);
+        if (!verifier) throw new Error(`${def.name} is not a gRPC service`);
+        const trust = verifier;
         registrations.push((server) => {
-          addService(server, service, impl, log);
+          addService(server, service, impl, log, trust);
           return (service as unknown as { typeName: string }).typeName;
         });
       },
@@ -261,6 +317,11 @@ export function runService<Env extends z.ZodRawShape, DB, Extra>(
         })
       : startService(def, config, log).then((handle) => onShutdownSignal(log, () => handle.stop()));
   work.catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      // A configuration problem is the operator's to fix: say what, without a stack trace.
+      log.fatal(err.message);
+      process.exit(2);
+    }
     log.fatal({ err }, `${command} failed`);
     process.exit(1);
   });

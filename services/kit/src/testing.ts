@@ -6,7 +6,15 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { z } from "zod";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { createLogger } from "./logger";
+import { createClient, type PromiseClient } from "./grpc";
+import {
+  createContextSigner,
+  formatTrustedKeys,
+  generateInternalKeyPair,
+  type InternalKeyPair,
+} from "./internal-auth";
 import {
   loadServiceConfig,
   migrateService,
@@ -88,6 +96,16 @@ export interface ServiceUnderTest<Env extends z.ZodRawShape, DB, Extra> extends 
   database: TestDatabase;
   /** host:port of the service's gRPC server. */
   address: string;
+  /** The key pair of the caller "gateway" that the service trusts in this test. */
+  callerKeys: InternalKeyPair;
+  /**
+   * A client of the service that signs its calls as the trusted caller (closed by close()).
+   * `issuer` names another caller (which the service does not trust unless `env` said so).
+   */
+  client<T extends GenServiceMethods>(
+    service: GenService<T>,
+    o?: { deadlineMs?: number; issuer?: string },
+  ): PromiseClient<T> & { close(): void };
   /** Stops the service and drops its database. */
   close(): Promise<void>;
 }
@@ -107,8 +125,10 @@ export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra
   label = def.name,
 ): Promise<ServiceUnderTest<Env, DB, Extra>> {
   const database = await createTestDatabase(label);
+  const callerKeys = generateInternalKeyPair();
   try {
     const config = loadServiceConfig(def, {
+      INTERNAL_AUTH_TRUSTED_KEYS: formatTrustedKeys({ gateway: [callerKeys.publicKey] }),
       DATABASE_URL: database.url,
       GRPC_ADDR: "127.0.0.1:0",
       LOG_LEVEL: "silent",
@@ -119,11 +139,28 @@ export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra
     });
     await migrateService(def, config);
     const handle = await startService(def, config, createLogger(`${def.name}-test`, config.LOG_LEVEL));
+    const address = `127.0.0.1:${handle.port}`;
+    const clients: Array<{ close(): void }> = [];
     return {
       ...handle,
       database,
-      address: `127.0.0.1:${handle.port}`,
+      address,
+      callerKeys,
+      client: (service, o = {}) => {
+        const signer = createContextSigner({
+          issuer: o.issuer ?? "gateway",
+          privateKey: callerKeys.privateKey,
+        });
+        const c = createClient(service, address, {
+          signer,
+          audience: def.name,
+          deadlineMs: o.deadlineMs ?? 10_000,
+        });
+        clients.push(c);
+        return c;
+      },
       close: async () => {
+        for (const c of clients) c.close();
         await handle.stop();
         await database.drop();
       },

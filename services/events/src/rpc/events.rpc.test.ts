@@ -16,6 +16,7 @@ const feedEvent = (sequence: number): FeedEvent => ({
 
 const call = (ctx: CallContext["ctx"]): CallContext => ({
   ctx,
+  caller: "gateway",
   log: {} as Logger,
   deadline: Infinity,
   cancelled: () => false,
