@@ -1,4 +1,7 @@
 // One jest run for the whole workspace: a single summary line at the end.
+// One project per registered service (services.json), plus the kit, tools and e2e.
+const { services } = require("./services.json");
+
 const swc = [
   "@swc/jest",
   {
@@ -25,9 +28,7 @@ module.exports = {
   maxWorkers: 2,
   projects: [
     project("kit", "<rootDir>/services/kit"),
-    project("gateway", "<rootDir>/services/gateway"),
-    project("passport", "<rootDir>/services/passport"),
-    project("events", "<rootDir>/services/events"),
+    ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
     project("e2e", "<rootDir>/test-e2e", { testTimeout: 120000 }),
   ],

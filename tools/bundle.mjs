@@ -1,11 +1,11 @@
-// Bundles every service entry (services/<name>/src/main.ts, except the kit
-// library) into one self-contained CommonJS file, services/<name>/dist/main.js,
+// Bundles the entry of every registered service (services.json; its folder's
+// src/main.ts) into one self-contained CommonJS file, <folder>/dist/main.js,
 // with all workspace code and npm dependencies inlined. The container image
 // (deploy/Dockerfile) ships only these bundles: no node_modules at run time.
 //
-//   node tools/bundle.mjs                 bundle every service that has an entry
+//   node tools/bundle.mjs                 bundle every registered service that has an entry
 //   node tools/bundle.mjs gateway events  bundle only the named services
-//   node tools/bundle.mjs --strict        fail when an expected service has no entry
+//   node tools/bundle.mjs --strict        fail when a registered service has no entry
 //                                         (the image build uses this)
 //   node tools/bundle.mjs --meta          also write dist/meta.json (esbuild metafile,
 //                                         inspect with https://esbuild.github.io/analyze/)
@@ -19,12 +19,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const servicesDir = path.join(root, "services");
 
-/** Services the chart and the image expect today; others are picked up when their entry appears. */
-const EXPECTED = ["gateway", "passport", "events"];
-/** Workspace packages under services/ that are libraries, not services. */
-const NOT_SERVICES = new Set(["kit"]);
+/** The registered services, in registry order: { name, folder }. */
+const registered = JSON.parse(fs.readFileSync(path.join(root, "services.json"), "utf8")).services;
 
 /**
  * Modules left out of the bundle. They are optional or native add-ons that the
@@ -45,22 +42,14 @@ if (unknownFlags.length > 0) {
 const strict = flags.has("--strict");
 const requested = args.filter((a) => !a.startsWith("--"));
 
-const entryOf = (name) => path.join(servicesDir, name, "src", "main.ts");
-
-function discover() {
-  if (!fs.existsSync(servicesDir)) return [];
-  return fs
-    .readdirSync(servicesDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && !NOT_SERVICES.has(d.name) && fs.existsSync(entryOf(d.name)))
-    .map((d) => d.name)
-    .sort();
-}
+const folderOf = (name) => path.join(root, registered.find((s) => s.name === name).folder);
+const entryOf = (name) => path.join(folderOf(name), "src", "main.ts");
 
 const formatSize = (bytes) =>
   bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
 
 async function bundle(name) {
-  const outdir = path.join(servicesDir, name, "dist");
+  const outdir = path.join(folderOf(name), "dist");
   const outfile = path.join(outdir, "main.js");
   const result = await esbuild.build({
     absWorkingDir: root,
@@ -96,16 +85,19 @@ async function bundle(name) {
 }
 
 async function main() {
-  const found = discover();
-  const wanted = requested.length > 0 ? requested : [...new Set([...EXPECTED, ...found])].sort();
-  const missing = wanted.filter((n) => !found.includes(n));
-  for (const name of missing) {
-    const reason = NOT_SERVICES.has(name)
-      ? "a library, not a service"
-      : `${path.relative(root, entryOf(name))} not found`;
-    console.log(`bundle: skip ${name}: ${reason}`);
+  const names = registered.map((s) => s.name);
+  const unknown = requested.filter((n) => !names.includes(n));
+  if (unknown.length > 0) {
+    console.error(
+      `bundle: not registered in services.json: ${unknown.join(", ")} (known: ${names.join(", ")})`,
+    );
+    process.exit(2);
   }
-  const todo = wanted.filter((n) => found.includes(n));
+  const wanted = requested.length > 0 ? requested : names;
+  const missing = wanted.filter((n) => !fs.existsSync(entryOf(n)));
+  for (const name of missing)
+    console.log(`bundle: skip ${name}: ${path.relative(root, entryOf(name))} not found`);
+  const todo = wanted.filter((n) => !missing.includes(n));
   if (todo.length === 0) console.log("bundle: nothing to bundle");
 
   const started = Date.now();

@@ -1,12 +1,15 @@
 // Fails when generated code is not what its source makes today:
 // - proto/src/gen from proto/ (`buf generate`; fix with `npm run gen`);
 // - the OpenAPI modules from services/gateway/openapi/openapi.yaml
-//   (tools/gen-openapi.mjs; fix with `npm run -s gen:openapi`).
+//   (tools/gen-openapi.mjs; fix with `npm run -s gen:openapi`);
+// - deploy/compose.yaml and tools/registry/names.generated.ts from services.json
+//   (tools/gen-registry.mjs; fix with `npm run -s gen:registry`).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { staleFiles as staleOpenApiFiles } from "./gen-openapi.mjs";
+import { staleFiles as staleRegistryFiles } from "./gen-registry.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const protoDir = path.join(root, "proto");
@@ -43,6 +46,7 @@ for (const f of a)
 fs.rmSync(tmp, { recursive: true, force: true });
 
 const openapiStale = staleOpenApiFiles();
+const registryStale = await staleRegistryFiles();
 
 if (problems.length)
   console.error(`Generated code is stale; run \`pnpm run gen\` and commit:\n  ${problems.join("\n  ")}`);
@@ -52,5 +56,13 @@ if (openapiStale.length)
       .map((f) => `out of date: ${f}`)
       .join("\n  ")}`,
   );
-if (problems.length || openapiStale.length) process.exit(1);
-console.log(`Generated code is current (${a.size} proto files and the OpenAPI modules).`);
+if (registryStale.length)
+  console.error(
+    `Files generated from services.json are stale; run \`npm run -s gen:registry\` and commit:\n  ${registryStale
+      .map((f) => `out of date: ${f}`)
+      .join("\n  ")}`,
+  );
+if (problems.length || openapiStale.length || registryStale.length) process.exit(1);
+console.log(
+  `Generated code is current (${a.size} proto files, the OpenAPI modules and the files generated from services.json).`,
+);

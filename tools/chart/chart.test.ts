@@ -10,7 +10,9 @@
  * - every template's `{{ }}` actions are balanced and its if/range/with/define
  *   blocks are closed;
  * - every `.Values.x.y` path a template reads exists in values.yaml;
- * - every service under services/ with a src/main.ts (except kit) has a component;
+ * - every service of the registry (services.json) has an enabled component of
+ *   its kind and port, whose <NAME>_ADDR is the registry's, and every enabled
+ *   component is a registered service;
  * - internal authentication and the NetworkPolicies are wired as designed;
  * - README.md documents every value.
  * Where helm exists (a release pipeline), also run, with keys from
@@ -21,6 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import Ajv from "ajv";
+import { addrEnvOf, loadRegistry } from "../registry";
 
 const repoRoot = path.resolve(__dirname, "..", "..");
 const chartDir = path.join(repoRoot, "charts", "dpp");
@@ -112,33 +115,53 @@ describe("values.yaml against values.schema.json", () => {
 describe("components", () => {
   const components: Record<string, Values> = values.components;
 
-  test("every service under services/ with a src/main.ts has a component", () => {
-    const servicesDir = path.join(repoRoot, "services");
-    const services = fs
-      .readdirSync(servicesDir, { withFileTypes: true })
-      .filter((d) => d.isDirectory() && d.name !== "kit")
-      .filter((d) => fs.existsSync(path.join(servicesDir, d.name, "src", "main.ts")))
-      .map((d) => d.name);
-    for (const name of services) expect(Object.keys(components)).toContain(name);
+  const registry = loadRegistry();
+
+  test("every registered service has a component of its kind and port, migrating when it owns a schema", () => {
+    const seen = registry.map((s) => {
+      const c = components[s.name];
+      return c && { name: s.name, kind: c.kind, port: c.port, migrate: c.migrate };
+    });
+    expect(seen).toEqual(
+      registry.map((s) => ({
+        name: s.name,
+        kind: s.kind === "gateway" ? "http" : "grpc",
+        port: s.port,
+        migrate: s.schema !== null,
+      })),
+    );
   });
 
-  test("the planned services are present: three enabled, four switched off for later", () => {
+  test("the enabled components are exactly the registered services; the others are switched off", () => {
     const enabled = Object.keys(components).filter((n) => components[n].enabled);
-    expect(enabled.sort()).toEqual(["events", "gateway", "passport"]);
-    for (const n of ["variants-units", "documents", "imports", "filings"]) {
-      expect(components[n]?.enabled).toBe(false);
-    }
+    expect(enabled.sort()).toEqual(registry.map((s) => s.name).sort());
+    // Planned services wait here, switched off, until their folder and registry entry exist.
+    for (const n of ["variants-units", "documents", "imports", "filings"])
+      if (!registry.some((s) => s.name === n)) expect(components[n]?.enabled).toBe(false);
   });
 
-  test("the gateway speaks http, every other component grpc, on distinct ports", () => {
-    for (const [name, c] of Object.entries(components)) {
-      expect(c.kind).toBe(name === "gateway" ? "http" : "grpc");
-    }
+  test("the chart announces each gRPC component under the registry's <NAME>_ADDR", () => {
+    const helpers = read("templates", "_helpers.tpl");
+    const configmap = read("templates", "configmap.yaml");
+    // The chart derives the variable from the component name: upper case, "-" as "_", then _ADDR ...
+    expect(helpers).toContain(`{{- printf "%s_ADDR" (. | upper | replace "-" "_") -}}`);
+    // ... and announces it for every enabled gRPC component, in the ConfigMap every pod loads.
+    expect(configmap).toMatch(
+      /if and \$c\.enabled \(eq \$c\.kind "grpc"\)[\s\S]*include "dpp\.addrVar" \$name/,
+    );
+    for (const s of registry.filter((e) => e.kind === "grpc")) expect(addrEnvOf(s.name)).toBe(s.addrEnv);
+  });
+
+  test("every component runs services/<name>/dist/main.js, the bundle of its registered folder", () => {
+    const deployment = read("templates", "deployment.yaml");
+    expect(deployment).toContain(`args: [{{ printf "services/%s/dist/main.js" $name | quote }}, "serve"]`);
+    for (const s of registry) expect(s.folder).toBe(`services/${s.name}`);
+  });
+
+  test("the gateway is the one http component, on a port no other component uses", () => {
+    expect(Object.keys(components).filter((n) => components[n].kind === "http")).toEqual(["gateway"]);
     const ports = Object.values(components).map((c) => c.port);
     expect(new Set(ports).size).toBe(ports.length);
-    expect(components.passport.port).toBe(50051);
-    expect(components.events.port).toBe(50052);
-    expect(components.gateway.port).toBe(8080);
   });
 
   test("each component has its own database secret (its own Postgres role)", () => {

@@ -1,14 +1,17 @@
 /**
  * `npm start`: the whole system on one machine. Embedded Postgres when
- * DATABASE_URL is unset, migrations, every service as its own process, the
- * gateway on http://127.0.0.1:8080/v1, and demo credentials in .dpp/credentials.json.
- * Ctrl-C stops every process and the database.
+ * DATABASE_URL is unset, migrations, every registered service (services.json)
+ * as its own process on its default port, the gateway on
+ * http://127.0.0.1:8080/v1, and demo credentials in .dpp/credentials.json.
+ * PORT (the gateway) and <NAME>_PORT (each gRPC service, e.g. PASSPORT_PORT)
+ * override the ports. Ctrl-C stops every process and the database.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { ensureDemoCredentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
-import { migrateAll, REPO_ROOT, startStack, type Stack } from "./stack";
+import { portsFromEnv } from "./ports";
+import { migrateAll, REPO_ROOT, startStack, type ServiceName, type Stack } from "./stack";
 
 const DPP_DIR = path.join(REPO_ROOT, ".dpp");
 
@@ -22,6 +25,13 @@ function writeStackFile(content: Record<string, string>) {
 
 async function main() {
   const started = Date.now();
+  let ports: Record<ServiceName, number>;
+  try {
+    ports = portsFromEnv(process.env);
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(2);
+  }
   let pg: LocalPostgres | undefined;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -50,12 +60,9 @@ async function main() {
     writeStackFile({ database_url: databaseUrl });
     console.log("Migrating every service schema...");
     await migrateAll(databaseUrl);
-    const port = Number(process.env.PORT ?? 8080);
     stack = await startStack({
       databaseUrl,
-      gatewayPort: port,
-      passportPort: Number(process.env.PASSPORT_PORT ?? 50051),
-      eventsPort: Number(process.env.EVENTS_PORT ?? 50052),
+      ports,
       logLevel: process.env.LOG_LEVEL ?? "info",
       env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {},
     });

@@ -1,26 +1,42 @@
 /**
- * The local stack: every service as its own process, talking gRPC, against one
- * Postgres (embedded when no DATABASE_URL is given). Used by `npm start` and by
- * the e2e tests.
+ * The local stack: every service of the registry (services.json) as its own
+ * process, talking gRPC, against one Postgres (embedded when no DATABASE_URL is
+ * given). Used by `npm start` and by the e2e tests. Every gRPC service listens
+ * on 127.0.0.1 only.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { createClient, type Logger } from "@dpp/kit";
+import { createClient, createDb, type Logger } from "@dpp/kit";
 import { healthV1 } from "@dpp/proto";
+import {
+  calleesOf,
+  gatewayEntry,
+  loadRegistry,
+  REPO_ROOT,
+  type ServiceEntry,
+  type ServiceName,
+} from "../../registry";
 
-export const REPO_ROOT = path.resolve(__dirname, "../../..");
+export { REPO_ROOT, type ServiceName };
 
-export type ServiceName = "passport" | "events" | "gateway";
+/** The registry, validated (an invalid services.json stops the stack before anything starts). */
+const SERVICES = loadRegistry();
+const GATEWAY = gatewayEntry(SERVICES);
+const GRPC_SERVICES = SERVICES.filter((s) => s.kind === "grpc");
+const byName = (name: ServiceName): ServiceEntry => SERVICES.find((s) => s.name === name)!;
+
+/** Every local listener binds here: nothing of the stack is reachable from another machine. */
+const HOST = "127.0.0.1";
 
 export interface StackOptions {
   /** Postgres to use; every service gets its own schema in it. */
   databaseUrl: string;
-  gatewayPort?: number;
+  /** Port of each service (the gateway's HTTP port, a gRPC service's port); unset → a free port. */
+  ports?: Partial<Record<ServiceName, number>>;
+  /** Interface of the gateway's HTTP listener (127.0.0.1 by default). */
   gatewayHost?: string;
-  passportPort?: number;
-  eventsPort?: number;
   /** Where each service's output goes; undefined → this process's stdout with a prefix. */
   logDir?: string;
   logLevel?: string;
@@ -60,8 +76,10 @@ export function freePort(): Promise<number> {
 }
 
 function entry(name: ServiceName): string {
-  return path.join(REPO_ROOT, "services", name, "src", "main.ts");
+  return path.join(REPO_ROOT, byName(name).folder, "src", "main.ts");
 }
+
+const PREFIX_WIDTH = Math.max(...SERVICES.map((s) => s.name.length)) + 3;
 
 function spawnService(
   name: ServiceName,
@@ -80,7 +98,7 @@ function spawnService(
     child.stdout!.pipe(out);
     child.stderr!.pipe(out);
   } else {
-    const prefix = `[${name}] `.padEnd(11);
+    const prefix = `[${name}] `.padEnd(PREFIX_WIDTH);
     const relay = (stream: NodeJS.WritableStream) => (chunk: Buffer) => {
       for (const line of chunk.toString().split("\n")) if (line) stream.write(prefix + line + "\n");
     };
@@ -95,70 +113,131 @@ function waitExit(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
 }
 
-/** Runs `<service> migrate` as its own process, as the Helm migrations Job does. */
+/**
+ * Runs `<service> migrate` of every registered service as its own process, in
+ * registry order, as the Helm migrations Job does; then checks that each
+ * service's registered schema exists.
+ */
 export async function migrateAll(databaseUrl: string, logDir?: string): Promise<void> {
-  for (const name of ["gateway", "passport", "events"] as ServiceName[]) {
+  for (const { name } of SERVICES) {
     const child = spawnService(name, ["migrate"], { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" }, logDir);
     const code = await waitExit(child);
     if (code !== 0) throw new Error(`migrations of ${name} failed (exit ${code})`);
   }
+  const schemas = SERVICES.flatMap((s) => (s.schema ? [s.schema] : []));
+  if (schemas.length === 0) return;
+  const db = createDb<{ "information_schema.schemata": { schema_name: string } }>({
+    url: databaseUrl,
+    schema: "information_schema",
+    applicationName: "stack-migrate",
+    max: 1,
+  });
+  try {
+    const rows = await db
+      .selectFrom("information_schema.schemata")
+      .select("schema_name")
+      .where("schema_name", "in", schemas)
+      .execute();
+    const present = new Set(rows.map((r) => r.schema_name));
+    for (const s of SERVICES)
+      if (s.schema && !present.has(s.schema))
+        throw new Error(`${s.name} migrated, but its schema "${s.schema}" (services.json) does not exist`);
+  } finally {
+    await db.destroy();
+  }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, child: ChildProcess, timeoutMs = 30000) {
+type Readiness = "ready" | "not yet";
+
+/** A running service disagrees with its registry entry: starting fails at once. */
+class RegistryMismatch extends Error {}
+
+async function waitFor(
+  what: string,
+  check: () => Promise<Readiness>,
+  child: ChildProcess,
+  timeoutMs = 30000,
+) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode} while starting`);
-    if (await check().catch(() => false)) return;
+    const state = await check().catch((err: unknown) => {
+      if (err instanceof RegistryMismatch) throw err;
+      return "not yet";
+    });
+    if (state === "ready") return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
 }
 
-async function grpcServing(address: string): Promise<boolean> {
+/**
+ * Ready when the server reports SERVING for "" (the whole server); then every
+ * protobuf service of its registry entry must report SERVING too: a registered
+ * name it does not serve is an error, not a wait.
+ */
+async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness> {
   const client = createClient(healthV1.Health, address, { deadlineMs: 1000 });
+  const SERVING = healthV1.HealthCheckResponse_ServingStatus.SERVING;
+  const check = (service: string) =>
+    client.check({ service }, { context: { requestId: "req_stack_probe" } }).then((r) => r.status);
   try {
-    const res = await client.check({ service: "" }, { context: { requestId: "req_stack_probe" } });
-    return res.status === healthV1.HealthCheckResponse_ServingStatus.SERVING;
+    if ((await check("")) !== SERVING) return "not yet";
+    for (const name of s.protoServices) {
+      const status = await check(name).catch(() => undefined);
+      if (status !== SERVING)
+        throw new RegistryMismatch(`${s.name} is up but does not serve ${name} (listed in services.json)`);
+    }
+    return "ready";
   } finally {
     client.close();
   }
 }
 
-async function httpReady(url: string): Promise<boolean> {
+async function httpReady(url: string): Promise<Readiness> {
   const res = await fetch(url);
-  return res.ok;
+  return res.ok ? "ready" : "not yet";
+}
+
+/**
+ * The environment of each service's `serve` process: DATABASE_URL, LOG_LEVEL and
+ * the extra variables; GRPC_ADDR on 127.0.0.1 for a gRPC service, HTTP_HOST and
+ * HTTP_PORT for the gateway; and the <NAME>_ADDR of every service that lists it
+ * among its callers.
+ */
+export function serviceEnvs(
+  o: Pick<StackOptions, "databaseUrl" | "logLevel" | "env" | "gatewayHost">,
+  ports: Record<ServiceName, number>,
+): Record<ServiceName, Record<string, string>> {
+  const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
+  const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
+  const envs = {} as Record<ServiceName, Record<string, string>>;
+  for (const s of SERVICES) {
+    const env: Record<string, string> =
+      s.kind === "grpc"
+        ? { ...common, GRPC_ADDR: address(s.name) }
+        : { ...common, HTTP_HOST: o.gatewayHost ?? HOST, HTTP_PORT: String(ports[s.name]) };
+    for (const callee of calleesOf(SERVICES, s.name)) env[callee.addrEnv!] = address(callee.name);
+    envs[s.name] = env;
+  }
+  return envs;
 }
 
 export async function startStack(o: StackOptions): Promise<Stack> {
-  const host = "127.0.0.1";
-  const ports = {
-    passport: o.passportPort ?? (await freePort()),
-    events: o.eventsPort ?? (await freePort()),
-    gateway: o.gatewayPort ?? (await freePort()),
-  };
-  const addr = (n: "passport" | "events") => `${host}:${ports[n]}`;
-  const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
-  const envs: Record<ServiceName, Record<string, string>> = {
-    passport: { ...common, GRPC_ADDR: addr("passport") },
-    events: { ...common, GRPC_ADDR: addr("events") },
-    gateway: {
-      ...common,
-      HTTP_HOST: o.gatewayHost ?? host,
-      HTTP_PORT: String(ports.gateway),
-      PASSPORT_ADDR: addr("passport"),
-      EVENTS_ADDR: addr("events"),
-    },
-  };
+  const ports = {} as Record<ServiceName, number>;
+  for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
+  const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
+  const envs = serviceEnvs(o, ports);
   const services = {} as Record<ServiceName, RunningService>;
-  const baseUrl = `http://${host}:${ports.gateway}/v1`;
+  const baseUrl = `http://${HOST}:${ports[GATEWAY.name]}/v1`;
 
   const start = async (name: ServiceName) => {
+    const s = byName(name);
     const child = spawnService(name, ["serve"], envs[name], o.logDir);
-    const address = name === "gateway" ? `${host}:${ports.gateway}` : addr(name);
-    services[name] = { name, address, process: child };
-    if (name === "gateway")
-      await waitFor(name, () => httpReady(`http://${host}:${ports.gateway}/readyz`), child);
-    else await waitFor(name, () => grpcServing(address), child);
+    services[name] = { name, address: address(name), process: child };
+    if (s.kind === "gateway")
+      await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), child);
+    else await waitFor(name, () => grpcServing(s, address(name)), child);
   };
   const stopService = async (name: ServiceName) => {
     const child = services[name]?.process;
@@ -176,9 +255,14 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     await waitExit(child);
   };
 
+  const stop = async () => {
+    await stopService(GATEWAY.name);
+    await Promise.all(GRPC_SERVICES.map((s) => stopService(s.name)));
+  };
+
   try {
-    await Promise.all([start("passport"), start("events")]);
-    await start("gateway");
+    await Promise.all(GRPC_SERVICES.map((s) => start(s.name)));
+    await start(GATEWAY.name);
   } catch (err) {
     await Promise.all((Object.keys(services) as ServiceName[]).map(stopService));
     throw err;
@@ -186,14 +270,11 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 
   return {
     baseUrl,
-    gatewayPort: ports.gateway,
+    gatewayPort: ports[GATEWAY.name],
     services,
     stopService,
     killService,
     startService: start,
-    stop: async () => {
-      await stopService("gateway");
-      await Promise.all([stopService("passport"), stopService("events")]);
-    },
+    stop,
   };
 }
