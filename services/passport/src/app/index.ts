@@ -18,6 +18,9 @@ export type { PassportRow } from "../store";
 export type { ValidationRecord } from "./validation";
 export type { Warning } from "./publish-conditions";
 export type { HeldClaim } from "./gtin-claims";
+export type { TransitionInput } from "./lifecycle";
+export type { CategoryDefinition } from "../domain/categories";
+export type { Links } from "../domain/links";
 
 export function passportUseCases(app: PassportApp) {
   return {

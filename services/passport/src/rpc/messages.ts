@@ -1,9 +1,7 @@
 /** Use-case results to protobuf messages (camelCase fields, JSON documents as JSON text). */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { passportV1 } from "@dpp/proto";
-import type { HeldClaim, PassportRow, ValidationRecord, Warning } from "../app";
-import type { CategoryDefinition } from "../domain/categories";
-import type { Links } from "../domain/links";
+import type { CategoryDefinition, HeldClaim, Links, PassportRow, ValidationRecord, Warning } from "../app";
 
 export function passportMessage(r: PassportRow): MessageInitShape<typeof passportV1.PassportSchema> {
   return {

@@ -4,8 +4,7 @@
  */
 import type { ImplOf, RequestContext } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
-import type { PassportUseCases } from "../app";
-import type { TransitionInput } from "../app/lifecycle";
+import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
   claimMessage,
