@@ -6,9 +6,10 @@
  * One pass runs in one transaction under a transaction-level advisory lock, so with several replicas only one
  * runs at a time (the others skip that tick). Passes delete in batches until nothing is due.
  */
-import { sql, type Kysely } from "kysely";
-import { domainEvent, lockKey, passportRelated, writeOutbox, type Logger } from "@dpp/kit";
+import type { Kysely } from "kysely";
+import { domainEvent, passportRelated, type Logger } from "@dpp/kit";
 import type { PassportDB } from "./store/schema";
+import { PassportStore } from "./store";
 
 export const TEST_RETENTION_DAYS = 90;
 
@@ -59,42 +60,13 @@ export class RetentionJob {
   }
 
   private batch(): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(${lockKey(
-        "passport:test-retention",
-      )}) as ok`.execute(trx);
-      if (!rows[0]?.ok) return 0;
-      const due = await trx
-        .deleteFrom("passport")
-        .where("livemode", "=", false)
-        .where((eb) =>
-          eb.and([
-            eb("updated_at", "<", sql<Date>`now() - make_interval(days => ${TEST_RETENTION_DAYS})`),
-            eb(
-              sql.ref("id"),
-              "in",
-              eb
-                .selectFrom("passport as q")
-                .select("q.id")
-                .where("q.livemode", "=", false)
-                .where("q.updated_at", "<", sql<Date>`now() - make_interval(days => ${TEST_RETENTION_DAYS})`)
-                .orderBy("q.updated_at")
-                .limit(this.o.batchSize ?? 200),
-            ),
-          ]),
-        )
-        .returningAll()
-        .execute();
+    return new PassportStore(this.db).transaction(async (tx) => {
+      if (!(await tx.tryLockRetention())) return 0;
+      const due = await tx.deleteTestPassportsPastRetention(TEST_RETENTION_DAYS, this.o.batchSize ?? 200);
       for (const p of due) {
         const tenant = { organizationId: p.organization_id, livemode: false };
-        for (const table of ["gtin_claim", "validation", "publish_approval"] as const)
-          await trx
-            .deleteFrom(table)
-            .where("organization_id", "=", p.organization_id)
-            .where("livemode", "=", false)
-            .where("passport_id", "=", p.id)
-            .execute();
-        await writeOutbox(trx, domainEvent("passport.deleted", tenant, passportRelated(p, p.status)));
+        await tx.deleteDependents(tenant, p.id);
+        await tx.appendEvent(domainEvent("passport.deleted", tenant, passportRelated(p, p.status)));
       }
       return due.length;
     });

@@ -12,9 +12,9 @@ import { passportV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
 import type { PassportConfig } from "./config";
 import type { PassportDB } from "./store/schema";
-import { PassportRepository } from "./store/passports.repository";
+import { PassportStore } from "./store";
+import { passportUseCases } from "./app";
 import { passportRpc } from "./rpc/passport.rpc";
-import { Passports } from "./passports.service";
 import { RetentionJob } from "./retention";
 import { defaultPrePublishChecks, type PrePublishCheck } from "./domain/prepublish";
 
@@ -52,8 +52,8 @@ export async function startPassportService(
     intervalMs: config.RELAY_INTERVAL_MS,
   });
   relay.start();
-  const repo = new PassportRepository(db);
-  const passports = new Passports(db, repo, {
+  const useCases = passportUseCases({
+    store: new PassportStore(db),
     hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
     reviewBaseUrl: config.REVIEW_BASE_URL,
     docsBaseUrl: config.DOCS_BASE_URL,
@@ -66,12 +66,7 @@ export async function startPassportService(
   });
   retention.start();
   const grpc = await startGrpcServer(config.GRPC_ADDR, log, (server) => {
-    addService(
-      server,
-      passportV1.PassportService,
-      passportRpc(repo, passports, () => relay.wake()),
-      log,
-    );
+    addService(server, passportV1.PassportService, passportRpc(useCases), log);
     return [passportV1.PassportService.typeName];
   });
   return {

@@ -1,0 +1,52 @@
+/** POST .../passports: a draft at version 1, its lead GTIN claimed and passport.created, in one transaction. */
+import { ApiError, domainEvent, newId, passportRelated, requireTenant, type RequestContext } from "@dpp/kit";
+import { UniqueConflict, type PassportRow } from "../store";
+import { parseCreateBody } from "../domain/create-passport";
+import { parseJsonBody } from "../domain/json-body";
+import { assertLiveWriteAllowed } from "../domain/plan-rules";
+import type { PassportApp } from "./deps";
+import { claimLeadGtin } from "./gtin-claims";
+
+export interface CreateInput {
+  /** The request body as JSON text. */
+  bodyJson: string;
+}
+
+export async function createPassport(
+  app: PassportApp,
+  ctx: RequestContext,
+  input: CreateInput,
+): Promise<PassportRow> {
+  const t = requireTenant(ctx);
+  assertLiveWriteAllowed(ctx);
+  const p = parseCreateBody(parseJsonBody(input.bodyJson));
+  const id = newId("pp");
+  let row: PassportRow;
+  try {
+    row = await app.store.transaction(async (tx) => {
+      const created = await tx.insertPassport(t, {
+        id,
+        category: p.category,
+        gtin: p.gtin,
+        serial_number: p.serialNumber,
+        external_id: p.externalId,
+        data: p.data,
+      });
+      if (p.gtin) await claimLeadGtin(tx, t, p.gtin, id);
+      await tx.appendEvent(
+        domainEvent("passport.created", t, passportRelated(created, null), created.created_at),
+      );
+      return created;
+    });
+  } catch (err) {
+    if (err instanceof UniqueConflict && err.key === "external_id")
+      throw new ApiError("already_exists", "A passport with this external_id already exists.", {
+        external_id: p.externalId,
+        passport_id: (await app.store.idByExternalId(t, p.externalId)) ?? null,
+        issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
+      });
+    throw err;
+  }
+  app.onCommitted();
+  return row;
+}

@@ -1,0 +1,116 @@
+/**
+ * GTIN claims: a GTIN is held by one passport of a tenant, as its lead GTIN or for one of its variants (claimed
+ * by the variants service, in batches). The claims table is this service's; other services ask through these.
+ */
+import { ApiError, requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
+import type { PassportTx } from "../store";
+import { normalizeBatch, type ClaimInput } from "../domain/gtin-batch";
+import type { PassportApp } from "./deps";
+import { gtinInUse, notFound, passportName } from "./refusals";
+
+export type { ClaimInput };
+
+export interface HeldClaim {
+  gtin: string;
+  passport_id: string;
+  owner_id: string;
+  role: "lead" | "variant";
+}
+
+/**
+ * Claims a passport's lead GTIN inside the caller's transaction. Kept when the passport already holds it; a GTIN
+ * held by another passport (lead or variant) is gtin_in_use naming that passport.
+ */
+export async function claimLeadGtin(
+  tx: PassportTx,
+  t: TenantContext,
+  gtin: string,
+  passportId: string,
+): Promise<void> {
+  const inserted = await tx.insertClaims(t, [
+    { gtin, passport_id: passportId, role: "lead", owner_id: passportId },
+  ]);
+  if (inserted.length) return;
+  const holder = await tx.claimHolder(t, gtin);
+  if (holder && holder.passport_id === passportId && holder.owner_id === passportId) return;
+  throw gtinInUse(t, gtin, holder, "/data/gtin");
+}
+
+/** Claims variant GTINs, all or none. A GTIN already held by the same owner, or the passport's own lead, is kept. */
+export async function claimGtins(
+  app: PassportApp,
+  ctx: RequestContext,
+  claims: ClaimInput[],
+): Promise<HeldClaim[]> {
+  const t = requireTenant(ctx);
+  const normalized = normalizeBatch(claims, "claims", true);
+  return app.store.transaction(async (tx) => {
+    const passportIds = [...new Set(normalized.map((c) => c.passport_id))];
+    const found = await tx.existingIds(t, passportIds);
+    const missing = passportIds.find((p) => !found.includes(p));
+    if (missing) throw notFound(missing);
+    await tx.insertClaims(
+      t,
+      normalized.map((c) => ({
+        gtin: c.gtin,
+        passport_id: c.passport_id,
+        role: "variant",
+        owner_id: c.owner_id,
+      })),
+    );
+    const holders = await tx.claimHolders(
+      t,
+      normalized.map((c) => c.gtin),
+    );
+    const byGtin = new Map(holders.map((r) => [r.gtin, r]));
+    const out: HeldClaim[] = [];
+    const conflicts: Record<string, unknown>[] = [];
+    normalized.forEach((c, i) => {
+      const h = byGtin.get(c.gtin)!;
+      const ownLead = h.role === "lead" && h.passport_id === c.passport_id;
+      const same = h.passport_id === c.passport_id && h.owner_id === c.owner_id;
+      if (ownLead || same)
+        out.push({ gtin: h.gtin, passport_id: h.passport_id, owner_id: h.owner_id, role: h.role });
+      else
+        conflicts.push({
+          index: i,
+          gtin: c.gtin,
+          passport: passportName(t, h.passport_id),
+          passport_id: h.passport_id,
+          product_name: h.product_name,
+          role: h.role,
+        });
+    });
+    if (conflicts.length) {
+      const first = conflicts[0]!;
+      throw new ApiError("gtin_in_use", `GTIN ${String(first.gtin)} belongs to another passport.`, {
+        ...first,
+        conflicts,
+        issues: conflicts.map((c) => ({
+          source: { pointer: `/claims/${String(c.index)}/gtin` },
+          rule: "gtin_in_use",
+        })),
+      });
+    }
+    return out;
+  });
+}
+
+/** Releases variant claims held by the given owners; returns which GTINs were released and which were not held. */
+export async function releaseGtins(
+  app: PassportApp,
+  ctx: RequestContext,
+  releases: { gtin: string; owner_id: string }[],
+): Promise<{ released: string[]; absent: string[] }> {
+  const t = requireTenant(ctx);
+  const normalized = normalizeBatch(
+    releases.map((r) => ({ ...r, passport_id: "" })),
+    "releases",
+    false,
+  );
+  const released = new Set(await app.store.releaseVariantClaims(t, normalized));
+  return {
+    released: normalized.filter((r) => released.has(r.gtin)).map((r) => r.gtin),
+    absent: normalized.filter((r) => !released.has(r.gtin)).map((r) => r.gtin),
+  };
+}

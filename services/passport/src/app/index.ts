@@ -1,0 +1,44 @@
+/**
+ * The passport use cases, bound to the store and settings: what the rpc handlers call, one per RPC. Each holds
+ * its rules (or takes them from src/domain), raises ApiError refusals and builds domain events; queries are the
+ * store's (src/store).
+ */
+import type { RequestContext } from "@dpp/kit";
+import type { PassportApp } from "./deps";
+import { getCategory, listCategories } from "./categories";
+import { createPassport, type CreateInput } from "./create";
+import { getPassport, getPassportLinks, getUsage, listPassports, type ListQueryInput } from "./read";
+import { updatePassport, type UpdateInput } from "./update";
+import { publishPassport, transitionPassport, type PublishInput, type TransitionInput } from "./lifecycle";
+import { validatePassport, type ValidateInput } from "./validation";
+import { claimGtins, releaseGtins, type ClaimInput } from "./gtin-claims";
+
+export type { PassportApp, PassportAppOptions } from "./deps";
+export type { PassportRow } from "../store";
+export type { ValidationRecord } from "./validation";
+export type { Warning } from "./publish-conditions";
+export type { HeldClaim } from "./gtin-claims";
+export type { TransitionInput } from "./lifecycle";
+export type { CategoryDefinition } from "../domain/categories";
+export type { Links } from "../domain/links";
+
+export function passportUseCases(app: PassportApp) {
+  return {
+    listCategories: () => listCategories(),
+    getCategory: (category: string) => getCategory(category),
+    createPassport: (ctx: RequestContext, input: CreateInput) => createPassport(app, ctx, input),
+    getPassport: (ctx: RequestContext, id: string) => getPassport(app, ctx, id),
+    listPassports: (ctx: RequestContext, input: ListQueryInput) => listPassports(app, ctx, input),
+    updatePassport: (ctx: RequestContext, input: UpdateInput) => updatePassport(app, ctx, input),
+    publishPassport: (ctx: RequestContext, input: PublishInput) => publishPassport(app, ctx, input),
+    transitionPassport: (ctx: RequestContext, input: TransitionInput) => transitionPassport(app, ctx, input),
+    validatePassport: (ctx: RequestContext, input: ValidateInput) => validatePassport(app, ctx, input),
+    getPassportLinks: (ctx: RequestContext, id: string) => getPassportLinks(app, ctx, id),
+    claimGtins: (ctx: RequestContext, claims: ClaimInput[]) => claimGtins(app, ctx, claims),
+    releaseGtins: (ctx: RequestContext, releases: { gtin: string; owner_id: string }[]) =>
+      releaseGtins(app, ctx, releases),
+    getUsage: (ctx: RequestContext) => getUsage(app, ctx),
+  };
+}
+
+export type PassportUseCases = ReturnType<typeof passportUseCases>;

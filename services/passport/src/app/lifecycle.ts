@@ -1,0 +1,114 @@
+/**
+ * The lifecycle writes (state machine in src/domain/lifecycle.ts): publish, and the transitions unpublish,
+ * trash, restore (API) and deactivate, reactivate, lock, unlock (platform operations). Each is one transaction:
+ * lock the row, check Expected-Version, apply the rules, write with `WHERE version = <read>` and record the
+ * event; a refusal rolls everything back.
+ */
+import { ApiError, newId, requireTenant, type RequestContext } from "@dpp/kit";
+import type { PassportRow } from "../store";
+import { TRANSITIONS, transitionRefusal, type TransitionName } from "../domain/lifecycle";
+import { liveWriteRefusal } from "../domain/plan-rules";
+import { parsePublishBody } from "../domain/update-passport";
+import { parseOptionalJson } from "../domain/json-body";
+import type { PassportApp } from "./deps";
+import { claimLeadGtin } from "./gtin-claims";
+import { lockPassport, writeVersioned } from "./passport-access";
+import { publishBlockers, publishWarnings, type Warning } from "./publish-conditions";
+import { checkVersion, passportReviewUrl, throwIf } from "./refusals";
+
+export type TransitionInput = {
+  id: string;
+  transition: Exclude<TransitionName, "publish">;
+  expectedVersion?: number;
+};
+
+export interface PublishInput {
+  id: string;
+  /** The optional body ({variant_review_fingerprint}) as JSON text; empty when none. */
+  bodyJson: string;
+  expectedVersion?: number;
+}
+
+/** API transitions are live writes subject to the plan; platform operations are not (they may be the plan's doing). */
+export async function transitionPassport(
+  app: PassportApp,
+  ctx: RequestContext,
+  input: TransitionInput,
+): Promise<PassportRow> {
+  const { id, transition: name, expectedVersion } = input;
+  const t = requireTenant(ctx);
+  const rule = TRANSITIONS[name];
+  if (rule.api) throwIf(liveWriteRefusal(ctx));
+  const row = await app.store.transaction(async (tx) => {
+    const current = await lockPassport(tx, t, id);
+    checkVersion(current, expectedVersion);
+    throwIf(transitionRefusal(name, current.status, id));
+    if (name === "unpublish" && ctx.credentialKind === "connector")
+      throw new ApiError(
+        "connector_writes_drafts_only",
+        "A connector cannot take a passport offline; a person can unpublish it.",
+        { passport_id: id, status: current.status, review_url: passportReviewUrl(app, t, id) },
+      );
+    return writeVersioned(
+      tx,
+      t,
+      current,
+      { status: rule.to, trashed_at: rule.to === "trashed" ? "now" : null },
+      rule.event,
+      expectedVersion,
+    );
+  });
+  app.onCommitted();
+  return row;
+}
+
+/**
+ * Publishes when every condition holds. A connector's publish records a publish approval instead (committed)
+ * and answers human_approval_required: a person must approve it.
+ */
+export async function publishPassport(
+  app: PassportApp,
+  ctx: RequestContext,
+  input: PublishInput,
+): Promise<{ row: PassportRow; warnings: Warning[] }> {
+  const { id, expectedVersion } = input;
+  const body = parsePublishBody(parseOptionalJson(input.bodyJson));
+  const t = requireTenant(ctx);
+  const outcome = await app.store.transaction(async (tx) => {
+    const current = await lockPassport(tx, t, id);
+    checkVersion(current, expectedVersion);
+    const blockers = await publishBlockers(app, tx, ctx, t, current, body, true);
+    if (blockers[0]) throw blockers[0].error;
+    if (ctx.credentialKind === "connector") {
+      const approvalId = newId("pa");
+      await tx.insertPublishApproval(t, {
+        id: approvalId,
+        passport_id: id,
+        passport_version: current.version,
+        requested_by_key_id: ctx.keyId ?? null,
+        variant_review_fingerprint: body.variantReviewFingerprint ?? null,
+      });
+      return { approvalId } as const;
+    }
+    if (current.gtin) await claimLeadGtin(tx, t, current.gtin, id);
+    const updated = await writeVersioned(
+      tx,
+      t,
+      current,
+      { status: "published", published_at: "now" },
+      "passport.published",
+      expectedVersion,
+    );
+    return { row: updated } as const;
+  });
+  if ("approvalId" in outcome) {
+    const reviewUrl = `${app.reviewBaseUrl}/organizations/${encodeURIComponent(t.organizationId)}/publish-approvals/${outcome.approvalId}`;
+    throw new ApiError(
+      "human_approval_required",
+      "A connector asked to publish: a person at the organization must approve it. Nothing was published.",
+      { passport_id: id, approval_id: outcome.approvalId, review_url: reviewUrl },
+    );
+  }
+  app.onCommitted();
+  return { row: outcome.row, warnings: publishWarnings(app, outcome.row) };
+}

@@ -1,0 +1,61 @@
+/** The reads: one passport, a page of passports, a passport's links, the tenant's usage. */
+import { encodeCursor, requireTenant, type RequestContext } from "@dpp/kit";
+import type { PassportRow } from "../store";
+import { PASSPORT_LIST, parseListQuery, type ListQueryInput } from "../domain/list-query";
+import { passportLinks, type Links } from "../domain/links";
+import { PUBLISH_SLOT_STATUSES } from "../domain/lifecycle";
+import type { PassportApp } from "./deps";
+import { findPassport } from "./passport-access";
+
+export type { ListQueryInput };
+
+export interface PassportPage {
+  passports: PassportRow[];
+  hasMore: boolean;
+  /** Empty when there is no next page. */
+  nextCursor: string;
+}
+
+export async function getPassport(app: PassportApp, ctx: RequestContext, id: string): Promise<PassportRow> {
+  const t = requireTenant(ctx);
+  return findPassport(app.store, t, id);
+}
+
+/** Newest first; the cursor carries the filters it was issued for. */
+export async function listPassports(
+  app: PassportApp,
+  ctx: RequestContext,
+  input: ListQueryInput,
+): Promise<PassportPage> {
+  const t = requireTenant(ctx);
+  const q = parseListQuery(input);
+  const rows = await app.store.list(t, q.filters, q.limit + 1, q.afterId);
+  const hasMore = rows.length > q.limit;
+  const page = rows.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    passports: page,
+    hasMore,
+    nextCursor: hasMore && last ? encodeCursor(PASSPORT_LIST, q.cursorFilters, last.id) : "",
+  };
+}
+
+export async function getPassportLinks(
+  app: PassportApp,
+  ctx: RequestContext,
+  id: string,
+): Promise<{ row: PassportRow; links: Links }> {
+  const t = requireTenant(ctx);
+  const row = await findPassport(app.store, t, id);
+  return { row, links: passportLinks(row, app.hosts) };
+}
+
+/** Publish slots used (published, deactivated, readonly) and passports held (not trashed), in the context's mode. */
+export async function getUsage(
+  app: PassportApp,
+  ctx: RequestContext,
+): Promise<{ publishedCount: number; passportCount: number }> {
+  const t = requireTenant(ctx);
+  const u = await app.store.usage(t, PUBLISH_SLOT_STATUSES);
+  return { publishedCount: u.published, passportCount: u.held };
+}

@@ -1,0 +1,97 @@
+import { sql, type Kysely } from "kysely";
+import type { PassportDB } from "./schema";
+import type { ClaimHolder, ListFilters, PassportRow, Tenant, UsageCounts } from "./types";
+
+/** The reads, on the pool or inside a transaction. */
+export class PassportReads {
+  constructor(protected readonly db: Kysely<PassportDB>) {}
+
+  /** The one read of a passport by tenant and id (the row lock adds FOR UPDATE to it). */
+  protected byId(t: Tenant, id: string) {
+    return this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id);
+  }
+
+  get(t: Tenant, id: string): Promise<PassportRow | undefined> {
+    return this.byId(t, id).executeTakeFirst();
+  }
+
+  /** Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. */
+  list(t: Tenant, f: ListFilters, limit: number, afterId?: string): Promise<PassportRow[]> {
+    let q = this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode);
+    if (f.status) q = q.where("status", "=", f.status);
+    if (f.category) q = q.where("category", "=", f.category);
+    if (f.updatedSince) q = q.where("updated_at", ">=", f.updatedSince);
+    if (afterId) q = q.where("id", "<", afterId);
+    return q.orderBy("id", "desc").limit(limit).execute();
+  }
+
+  async idByExternalId(t: Tenant, externalId: string | null): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("passport")
+      .select("id")
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("external_id", "=", externalId)
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /** Which of these ids are passports of the tenant. */
+  async existingIds(t: Tenant, ids: string[]): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom("passport")
+      .select("id")
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "in", ids)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Passports in the given (publish slot) statuses, and passports not trashed. */
+  async usage(t: Tenant, slotStatuses: readonly string[]): Promise<UsageCounts> {
+    const { rows } = await sql<UsageCounts>`
+      select count(*) filter (where status in (${sql.join([...slotStatuses])}))::int as published,
+             count(*) filter (where status <> 'trashed')::int as held
+      from passport where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(
+      this.db,
+    );
+    return { published: rows[0]?.published ?? 0, held: rows[0]?.held ?? 0 };
+  }
+
+  /** Who holds each of these GTINs in the tenant, with the holding passport's product_name. */
+  claimHolders(t: Tenant, gtins: string[]): Promise<ClaimHolder[]> {
+    return this.db
+      .selectFrom("gtin_claim as c")
+      .leftJoin("passport as p", (j) =>
+        j
+          .onRef("p.organization_id", "=", "c.organization_id")
+          .onRef("p.livemode", "=", "c.livemode")
+          .onRef("p.id", "=", "c.passport_id"),
+      )
+      .select([
+        "c.gtin",
+        "c.passport_id",
+        "c.owner_id",
+        "c.role",
+        sql<string | null>`p.data->>'product_name'`.as("product_name"),
+      ])
+      .where("c.organization_id", "=", t.organizationId)
+      .where("c.livemode", "=", t.livemode)
+      .where("c.gtin", "in", gtins)
+      .execute();
+  }
+
+  async claimHolder(t: Tenant, gtin: string): Promise<ClaimHolder | undefined> {
+    return (await this.claimHolders(t, [gtin]))[0];
+  }
+}

@@ -1,0 +1,219 @@
+import { sql, type Transaction } from "kysely";
+import { isUniqueViolation, lockKey, writeOutbox, type DomainEvent } from "@dpp/kit";
+import type { PassportDB } from "./schema";
+import { PassportReads } from "./passport-reads";
+import {
+  UniqueConflict,
+  type ClaimRow,
+  type NewPassportRow,
+  type NewPublishApproval,
+  type NewValidation,
+  type PassportChange,
+  type PassportRow,
+  type Tenant,
+} from "./types";
+
+const now = sql<Date>`now()`;
+
+/** The store bound to one transaction. */
+export class PassportTx extends PassportReads {
+  constructor(private readonly trx: Transaction<PassportDB>) {
+    super(trx);
+  }
+
+  /** Reads a tenant's passport and locks its row until the transaction ends. */
+  lockForUpdate(t: Tenant, id: string): Promise<PassportRow | undefined> {
+    return this.byId(t, id).forUpdate().executeTakeFirst();
+  }
+
+  /** Serialises the publishes of one tenant until the transaction ends (two cannot take the last slot). */
+  async lockPublishSlots(t: Tenant): Promise<void> {
+    await sql`select pg_advisory_xact_lock(${lockKey(`publish-slots:${t.organizationId}:${t.livemode}`)})`.execute(
+      this.trx,
+    );
+  }
+
+  /** Takes the retention lock until the transaction ends; false when another transaction holds it. */
+  async tryLockRetention(): Promise<boolean> {
+    const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(${lockKey(
+      "passport:test-retention",
+    )}) as ok`.execute(this.trx);
+    return rows[0]?.ok === true;
+  }
+
+  /** Inserts a draft at version 1. UniqueConflict("external_id") when the tenant has that external_id. */
+  insertPassport(t: Tenant, p: NewPassportRow): Promise<PassportRow> {
+    return uniqueConflicts(
+      this.trx
+        .insertInto("passport")
+        .values({
+          organization_id: t.organizationId,
+          livemode: t.livemode,
+          id: p.id,
+          category: p.category,
+          status: "draft",
+          gtin: p.gtin,
+          serial_number: p.serial_number,
+          external_id: p.external_id,
+          registry_id: null,
+          data: JSON.stringify(p.data),
+          published_at: null,
+          trashed_at: null,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow(),
+    );
+  }
+
+  /**
+   * Writes a change only if the passport is still at the version read (`WHERE version = <read>`), moving
+   * version and updated_at. Undefined when no row of the tenant has that id and version.
+   * UniqueConflict("external_id") when another passport of the tenant has the new external_id.
+   */
+  updateVersioned(
+    t: Tenant,
+    id: string,
+    version: number,
+    change: PassportChange,
+  ): Promise<PassportRow | undefined> {
+    const c = change;
+    return uniqueConflicts(
+      this.trx
+        .updateTable("passport")
+        // Undefined members are left out of SET.
+        .set({
+          status: c.status,
+          gtin: c.gtin,
+          serial_number: c.serial_number,
+          external_id: c.external_id,
+          data: c.data === undefined ? undefined : JSON.stringify(c.data),
+          published_at: c.published_at === undefined ? undefined : now,
+          trashed_at: c.trashed_at === undefined ? undefined : c.trashed_at === "now" ? now : null,
+          version: sql<number>`version + 1`,
+          updated_at: now,
+        })
+        .where("organization_id", "=", t.organizationId)
+        .where("livemode", "=", t.livemode)
+        .where("id", "=", id)
+        .where("version", "=", version)
+        .returningAll()
+        .executeTakeFirst(),
+    );
+  }
+
+  /** Inserts the claims whose GTIN nobody holds in the tenant; returns the GTINs inserted. */
+  async insertClaims(t: Tenant, claims: ClaimRow[]): Promise<string[]> {
+    const rows = await this.trx
+      .insertInto("gtin_claim")
+      .values(
+        claims.map((c) => ({
+          organization_id: t.organizationId,
+          livemode: t.livemode,
+          gtin: c.gtin,
+          passport_id: c.passport_id,
+          role: c.role,
+          owner_id: c.owner_id,
+        })),
+      )
+      .onConflict((oc) => oc.columns(["organization_id", "livemode", "gtin"]).doNothing())
+      .returning("gtin")
+      .execute();
+    return rows.map((r) => r.gtin);
+  }
+
+  async deleteLeadClaim(t: Tenant, gtin: string, passportId: string): Promise<void> {
+    await this.trx
+      .deleteFrom("gtin_claim")
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("gtin", "=", gtin)
+      .where("passport_id", "=", passportId)
+      .where("role", "=", "lead")
+      .execute();
+  }
+
+  async insertPublishApproval(t: Tenant, a: NewPublishApproval): Promise<void> {
+    await this.trx
+      .insertInto("publish_approval")
+      .values({
+        organization_id: t.organizationId,
+        livemode: t.livemode,
+        id: a.id,
+        passport_id: a.passport_id,
+        passport_version: a.passport_version,
+        requested_by_key_id: a.requested_by_key_id,
+        variant_review_fingerprint: a.variant_review_fingerprint,
+      })
+      .execute();
+  }
+
+  async insertValidation(t: Tenant, v: NewValidation): Promise<void> {
+    await this.trx
+      .insertInto("validation")
+      .values({
+        organization_id: t.organizationId,
+        livemode: t.livemode,
+        id: v.id,
+        passport_id: v.passport_id,
+        passport_version: v.passport_version,
+        valid: v.valid,
+        publishable: v.publishable,
+        record: JSON.stringify(v.record),
+        checked_at: v.checked_at,
+      })
+      .execute();
+  }
+
+  /**
+   * Deletes up to `limit` test passports, of every organization, last changed more than `days` days ago (oldest
+   * first); returns them. The one query that spans tenants: the retention sweep over test data.
+   */
+  deleteTestPassportsPastRetention(days: number, limit: number): Promise<PassportRow[]> {
+    return this.trx
+      .deleteFrom("passport")
+      .where("livemode", "=", false)
+      .where((eb) =>
+        eb.and([
+          eb("updated_at", "<", sql<Date>`now() - make_interval(days => ${days})`),
+          eb(
+            sql.ref("id"),
+            "in",
+            eb
+              .selectFrom("passport as q")
+              .select("q.id")
+              .where("q.livemode", "=", false)
+              .where("q.updated_at", "<", sql<Date>`now() - make_interval(days => ${days})`)
+              .orderBy("q.updated_at")
+              .limit(limit),
+          ),
+        ]),
+      )
+      .returningAll()
+      .execute();
+  }
+
+  /** Deletes a passport's GTIN claims, validation records and publish approvals. */
+  async deleteDependents(t: Tenant, passportId: string): Promise<void> {
+    for (const table of ["gtin_claim", "validation", "publish_approval"] as const)
+      await this.trx
+        .deleteFrom(table)
+        .where("organization_id", "=", t.organizationId)
+        .where("livemode", "=", t.livemode)
+        .where("passport_id", "=", passportId)
+        .execute();
+  }
+
+  /** Records a domain event in this transaction's outbox: published only if the transaction commits. */
+  appendEvent(event: DomainEvent): Promise<void> {
+    return writeOutbox(this.trx, event);
+  }
+}
+
+async function uniqueConflicts<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (isUniqueViolation(err, "passport_external_id_uq")) throw new UniqueConflict("external_id");
+    throw err;
+  }
+}
