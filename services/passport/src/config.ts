@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { address, kafkaEnv, loadConfig, positiveInt, refineKafkaEnv, serviceEnv } from "@dpp/kit";
+import { positiveInt } from "@dpp/kit";
 
 /** An absolute http(s) URL, kept without its trailing slashes. */
 const baseUrl = (def: string) =>
@@ -16,27 +16,16 @@ const baseUrl = (def: string) =>
     }, "expected an absolute http(s) URL without query or fragment")
     .transform((v) => v.replace(/\/+$/, ""));
 
-export const passportEnv = z
-  .object({
-    ...serviceEnv,
-    GRPC_ADDR: address.default("0.0.0.0:50051"),
-    BUS_DATABASE_URL: serviceEnv.DATABASE_URL.optional(),
-    /** Host of the public passport pages: public_url = <PUBLIC_BASE_URL>/p/<id>. */
-    PUBLIC_BASE_URL: baseUrl("https://passports.dpp.example"),
-    /** Host of the GS1 Digital Link resolver: <RESOLVER_BASE_URL>/01/<gtin14>[/21/<serial>]. */
-    RESOLVER_BASE_URL: baseUrl("https://id.dpp.example"),
-    /** Where a person reviews a connector's publish request: <REVIEW_BASE_URL>/organizations/<org>/publish-approvals/<id>. */
-    REVIEW_BASE_URL: baseUrl("https://app.dpp.example"),
-    /** Base of warning documentation links (doc_url = <DOCS_BASE_URL>#<code>), as the gateway's for errors. */
-    DOCS_BASE_URL: baseUrl("https://docs.dpp.example/errors"),
-    /** How often the test-mode retention job runs. */
-    RETENTION_INTERVAL_MS: positiveInt(3_600_000),
-    /** Kafka (KAFKA_BROKERS set) instead of the Postgres-table bus. */
-    ...kafkaEnv,
-  })
-  .superRefine(refineKafkaEnv);
-
-export type PassportConfig = z.infer<typeof passportEnv>;
-
-export const loadPassportConfig = (env: Record<string, string | undefined> = process.env) =>
-  loadConfig(passportEnv, env);
+/** The passport service's own variables (the common ones come from the kit's service template). */
+export const passportEnv = {
+  /** Host of the public passport pages: public_url = <PUBLIC_BASE_URL>/p/<id>. */
+  PUBLIC_BASE_URL: baseUrl("https://passports.dpp.example"),
+  /** Host of the GS1 Digital Link resolver: <RESOLVER_BASE_URL>/01/<gtin14>[/21/<serial>]. */
+  RESOLVER_BASE_URL: baseUrl("https://id.dpp.example"),
+  /** Where a person reviews a connector's publish request: <REVIEW_BASE_URL>/organizations/<org>/publish-approvals/<id>. */
+  REVIEW_BASE_URL: baseUrl("https://app.dpp.example"),
+  /** Base of warning documentation links (doc_url = <DOCS_BASE_URL>#<code>), as the gateway's for errors. */
+  DOCS_BASE_URL: baseUrl("https://docs.dpp.example/errors"),
+  /** How often the test-mode retention job runs. */
+  RETENTION_INTERVAL_MS: positiveInt(3_600_000),
+};

@@ -1,14 +1,5 @@
 import "./tracing";
-import { createLogger, onShutdownSignal, runMain } from "@dpp/kit";
-import { loadPassportConfig } from "./config";
-import { migratePassport, startPassportService } from "./service";
+import { runService } from "@dpp/kit";
+import { passportService } from "./service";
 
-const log = createLogger("passport");
-
-runMain(log, {
-  migrate: () => migratePassport(loadPassportConfig()),
-  serve: async () => {
-    const svc = await startPassportService(loadPassportConfig(), log);
-    onShutdownSignal(log, () => svc.stop());
-  },
-});
+runService(passportService());

@@ -5,17 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
-import { ApiError, createClient, createDb, createLogger, type RequestContext } from "@dpp/kit";
-import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
+import { ApiError, createDb, type ClientOf, type RequestContext } from "@dpp/kit";
+import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/src/testing";
 import { passportV1 } from "@dpp/proto";
-import { loadPassportConfig, type PassportConfig } from "../src/config";
-import {
-  migratePassport,
-  PASSPORT_SCHEMA,
-  startPassportService,
-  type PassportServiceHandle,
-  type PassportServiceOptions,
-} from "../src/service";
+import { PASSPORT_SCHEMA, passportService, type PassportServiceOptions } from "../src/service";
 import type { PassportDB } from "../src/store/schema";
 import { gtinCheckDigit } from "../src/domain/gtin";
 
@@ -39,14 +32,12 @@ export function randomGtin13(): string {
   return `${body}${gtinCheckDigit(body)}`;
 }
 
-const passportClient = (port: number) =>
-  createClient(passportV1.PassportService, `127.0.0.1:${port}`, { target: "passport", deadlineMs: 10000 });
-export type PassportClient = ReturnType<typeof passportClient>;
+export type PassportClient = ClientOf<typeof passportV1.PassportService>;
+type PassportUnderTest = UnderTest<ReturnType<typeof passportService>>;
 
 export interface Harness {
   db: TestDatabase;
-  config: PassportConfig;
-  service: PassportServiceHandle;
+  service: PassportUnderTest;
   client: PassportClient;
   /** A query connection on the passport schema, to look at what a call stored. */
   sql: Kysely<PassportDB>;
@@ -56,18 +47,9 @@ export interface Harness {
 }
 
 export async function startHarness(label: string, options: PassportServiceOptions = {}): Promise<Harness> {
-  const db = await createTestDatabase(label);
-  const config = loadPassportConfig({
-    DATABASE_URL: db.url,
-    GRPC_ADDR: "127.0.0.1:0",
-    LOG_LEVEL: "silent",
-    DB_POOL_MAX: "5",
-    RELAY_INTERVAL_MS: "100",
-    SHUTDOWN_GRACE_MS: "2000",
-  });
-  await migratePassport(config);
-  const service = await startPassportService(config, createLogger("passport-test", "silent"), options);
-  const client = passportClient(service.port);
+  const service = await startServiceUnderTest(passportService(options), {}, label);
+  const db = service.database;
+  const client = service.client(passportV1.PassportService);
   const query = createDb<PassportDB>({
     url: db.url,
     schema: PASSPORT_SCHEMA,
@@ -76,7 +58,6 @@ export async function startHarness(label: string, options: PassportServiceOption
   });
   return {
     db,
-    config,
     service,
     client,
     sql: query,
@@ -90,10 +71,8 @@ export async function startHarness(label: string, options: PassportServiceOption
         { context: context(t) },
       ),
     close: async () => {
-      client.close();
-      await service.stop();
       await query.destroy();
-      await db.drop();
+      await service.close();
     },
   };
 }

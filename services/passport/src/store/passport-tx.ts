@@ -33,14 +33,6 @@ export class PassportTx extends PassportReads {
     );
   }
 
-  /** Takes the retention lock until the transaction ends; false when another transaction holds it. */
-  async tryLockRetention(): Promise<boolean> {
-    const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(${lockKey(
-      "passport:test-retention",
-    )}) as ok`.execute(this.trx);
-    return rows[0]?.ok === true;
-  }
-
   /** Inserts a draft at version 1. UniqueConflict("external_id") when the tenant has that external_id. */
   insertPassport(t: Tenant, p: NewPassportRow): Promise<PassportRow> {
     return uniqueConflicts(

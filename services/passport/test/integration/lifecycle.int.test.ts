@@ -546,7 +546,7 @@ describe("test-mode retention", () => {
     await sql`update passport set updated_at = now() - interval '89 days' where id = ${recent.id}`.execute(
       h.sql,
     );
-    await h.service.retention.runOnce();
+    await h.service.extra.retention.runOnce();
     const ids = (await h.list(t)).passports.map((p) => p.id);
     expect(ids).toEqual([recent.id]);
     expect((await h.list(live)).passports.map((p) => p.id)).toEqual([oldLive.id]);
