@@ -12,9 +12,11 @@ beforeAll(async () => {
   h = await startHarness("e2e_admin_platform");
   t = await h.tenant("Platform Brand");
   process.env.PASSPORT_ADDR = h.stack.services.passport.address;
+  process.env.INTERNAL_AUTH_PRIVATE_KEY = h.stack.adminKey;
 });
 afterAll(async () => {
   delete process.env.PASSPORT_ADDR;
+  delete process.env.INTERNAL_AUTH_PRIVATE_KEY;
   await h?.close();
 });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ConfigError, address, loadConfig, serviceEnv } from "./config";
+import { ConfigError, address, loadConfig } from "./config";
+import { commonServiceEnv as serviceEnv } from "./service";
 
 const schema = z.object({ ...serviceEnv, GRPC_ADDR: address });
 

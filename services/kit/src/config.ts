@@ -34,12 +34,3 @@ export const logLevel = z
   .default("info");
 
 export const positiveInt = (def: number) => z.coerce.number().int().positive().default(def);
-
-/** Variables every gRPC service reads. */
-export const serviceEnv = {
-  DATABASE_URL: postgresUrl,
-  LOG_LEVEL: logLevel,
-  DB_POOL_MAX: positiveInt(10),
-  RELAY_INTERVAL_MS: positiveInt(500),
-  SHUTDOWN_GRACE_MS: positiveInt(10000),
-};

@@ -16,6 +16,6 @@ export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
 export * from "./outbox";
 export * from "./jobs";
 export * from "./service";
-export * from "./main";
+
 export * from "./plans";
 export * from "./event-catalogue";

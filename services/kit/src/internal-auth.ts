@@ -14,9 +14,13 @@
  * in the future is answered UNAUTHENTICATED and its handler never runs. The token
  * lives at most until the call's deadline and never longer than 60 s.
  *
+ * The kit's service template (service.ts) does all of the wiring below: a gRPC
+ * service verifies with its own name as the audience and INTERNAL_AUTH_TRUSTED_KEYS;
+ * `rt.client(...)` signs as the service with INTERNAL_AUTH_PRIVATE_KEY. By hand:
+ *
  * WIRING A SERVICE (it receives calls):
  *
- *   const Config = z.object({ ...serviceEnv, ...internalAuthServiceEnv, GRPC_ADDR: address });
+ *   const Config = z.object({ ...internalAuthServiceEnv, GRPC_ADDR: address });
  *   const verifier = createContextVerifier({
  *     audience: "passport",                           // this service's own name
  *     trusted: config.INTERNAL_AUTH_TRUSTED_KEYS,     // "gateway:<public key>,admin:<public key>"

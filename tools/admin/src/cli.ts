@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ApiError, createClient, createDb } from "@dpp/kit";
+import { ApiError, createClient, createContextSigner, createDb } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
 import { passportJson } from "@dpp/gateway/src/modules/passport/mapping";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, SCOPES, type GatewayDB } from "@dpp/gateway";
@@ -26,7 +26,8 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   passport:deactivate | passport:reactivate | passport:lock | passport:unlock
                --org <id> --mode test|live --id <passport id> [--expected-version <n>]
                platform operations on a passport (a takedown, a legal hold), through the
-               passport service at PASSPORT_ADDR (else the running \`npm start\`'s)
+               passport service at PASSPORT_ADDR (else the running \`npm start\`'s), signed
+               as "admin" with INTERNAL_AUTH_PRIVATE_KEY (else the running \`npm start\`'s)
 
 A key is printed once, at creation (key:create, key:rotate); only its digest is stored.
 A managing organization may create a live key only while its own plan or a client's is an
@@ -70,11 +71,16 @@ function databaseUrl(root: string): string {
   throw new UsageError("Set DATABASE_URL, or start the stack with `npm start` first.");
 }
 
-function stackFile(root: string): { database_url?: string; passport_addr?: string } {
+function stackFile(root: string): {
+  database_url?: string;
+  passport_addr?: string;
+  admin_private_key?: string;
+} {
   try {
     return JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as {
       database_url?: string;
       passport_addr?: string;
+      admin_private_key?: string;
     };
   } catch {
     return {};
@@ -102,7 +108,13 @@ async function passportOperation(
   if (ev !== undefined && !/^\d{1,9}$/.test(ev))
     throw new UsageError("--expected-version must be an integer");
   const address = process.env.PASSPORT_ADDR ?? stackFile(root).passport_addr ?? "127.0.0.1:50051";
-  const client = createClient(passportV1.PassportService, address, { target: "passport" });
+  const privateKey = process.env.INTERNAL_AUTH_PRIVATE_KEY ?? stackFile(root).admin_private_key;
+  if (!privateKey)
+    throw new UsageError(
+      'INTERNAL_AUTH_PRIVATE_KEY is not set and no running `npm start` wrote one: passport serves only callers it trusts (the admin CLI signs as "admin").',
+    );
+  const signer = createContextSigner({ issuer: "admin", privateKey });
+  const client = createClient(passportV1.PassportService, address, { signer, audience: "passport" });
   try {
     const res = await client[PASSPORT_OPERATIONS[command]](
       { id, expectedVersion: ev === undefined ? undefined : Number(ev) },

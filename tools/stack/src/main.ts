@@ -66,7 +66,12 @@ async function main() {
       logLevel: process.env.LOG_LEVEL ?? "info",
       env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {},
     });
-    writeStackFile({ database_url: databaseUrl, passport_addr: stack.services.passport.address });
+    writeStackFile({
+      database_url: databaseUrl,
+      passport_addr: stack.services.passport.address,
+      // The admin CLI signs its calls to passport with this key (internal authentication).
+      admin_private_key: stack.adminKey,
+    });
     for (const s of Object.values(stack.services)) {
       s.process.once("exit", (code, signal) => {
         if (stopping) return;

@@ -8,7 +8,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { createClient, createDb, type Logger } from "@dpp/kit";
+import {
+  createDb,
+  createHealthClient,
+  formatTrustedKeys,
+  generateInternalKeyPair,
+  type InternalKeyPair,
+  type Logger,
+} from "@dpp/kit";
 import { healthV1 } from "@dpp/proto";
 import {
   calleesOf,
@@ -42,6 +49,21 @@ export interface StackOptions {
   logLevel?: string;
   env?: Record<string, string>;
   log?: Pick<Logger, "info" | "warn" | "error">;
+  /** Internal-auth key pairs of the callers (made fresh for each stack when absent). */
+  keys?: StackKeys;
+}
+
+/** The services the admin CLI calls directly (its platform transitions). */
+const ADMIN_CALLEES: readonly ServiceName[] = ["passport"];
+
+/** One Ed25519 key pair per caller: each service that calls another, and "admin" (the admin CLI). */
+export type StackKeys = Readonly<Record<string, InternalKeyPair>>;
+
+export function generateStackKeys(): StackKeys {
+  const keys: Record<string, InternalKeyPair> = { admin: generateInternalKeyPair() };
+  for (const s of SERVICES)
+    if (calleesOf(SERVICES, s.name).length > 0) keys[s.name] = generateInternalKeyPair();
+  return keys;
 }
 
 export interface RunningService {
@@ -52,6 +74,8 @@ export interface RunningService {
 
 export interface Stack {
   baseUrl: string;
+  /** The admin CLI's private key for this stack (INTERNAL_AUTH_PRIVATE_KEY of `npm run admin`). */
+  adminKey: string;
   gatewayPort: number;
   services: Record<ServiceName, RunningService>;
   /** Stops one service (SIGTERM, then SIGKILL after the grace period). */
@@ -177,10 +201,9 @@ async function waitFor(
  * name it does not serve is an error, not a wait.
  */
 async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness> {
-  const client = createClient(healthV1.Health, address, { deadlineMs: 1000 });
+  const client = createHealthClient(address, { deadlineMs: 1000 });
   const SERVING = healthV1.HealthCheckResponse_ServingStatus.SERVING;
-  const check = (service: string) =>
-    client.check({ service }, { context: { requestId: "req_stack_probe" } }).then((r) => r.status);
+  const check = (service: string) => client.check(service);
   try {
     if ((await check("")) !== SERVING) return "not yet";
     for (const name of s.protoServices) {
@@ -203,11 +226,14 @@ async function httpReady(url: string): Promise<Readiness> {
  * The environment of each service's `serve` process: DATABASE_URL, LOG_LEVEL and
  * the extra variables; GRPC_ADDR on 127.0.0.1 for a gRPC service, HTTP_HOST and
  * HTTP_PORT for the gateway; and the <NAME>_ADDR of every service that lists it
- * among its callers.
+ * among its callers; internal authentication: the private key of a service that
+ * calls others, and a gRPC service's trusted keys (its callers', and the admin
+ * CLI's for the services it calls).
  */
 export function serviceEnvs(
   o: Pick<StackOptions, "databaseUrl" | "logLevel" | "env" | "gatewayHost">,
   ports: Record<ServiceName, number>,
+  keys: StackKeys,
 ): Record<ServiceName, Record<string, string>> {
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
@@ -218,6 +244,13 @@ export function serviceEnvs(
         ? { ...common, GRPC_ADDR: address(s.name) }
         : { ...common, HTTP_HOST: o.gatewayHost ?? HOST, HTTP_PORT: String(ports[s.name]) };
     for (const callee of calleesOf(SERVICES, s.name)) env[callee.addrEnv!] = address(callee.name);
+    if (keys[s.name]) env.INTERNAL_AUTH_PRIVATE_KEY = keys[s.name]!.privateKey;
+    if (s.kind === "grpc") {
+      const trusted: Record<string, string[]> = {};
+      for (const caller of s.callers) trusted[caller] = [keys[caller]!.publicKey];
+      if (ADMIN_CALLEES.includes(s.name)) trusted.admin = [keys.admin!.publicKey];
+      env.INTERNAL_AUTH_TRUSTED_KEYS = formatTrustedKeys(trusted);
+    }
     envs[s.name] = env;
   }
   return envs;
@@ -227,7 +260,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const ports = {} as Record<ServiceName, number>;
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
-  const envs = serviceEnvs(o, ports);
+  const keys = o.keys ?? generateStackKeys();
+  const envs = serviceEnvs(o, ports, keys);
   const services = {} as Record<ServiceName, RunningService>;
   const baseUrl = `http://${HOST}:${ports[GATEWAY.name]}/v1`;
 
@@ -270,6 +304,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 
   return {
     baseUrl,
+    adminKey: keys.admin!.privateKey,
     gatewayPort: ports[GATEWAY.name],
     services,
     stopService,

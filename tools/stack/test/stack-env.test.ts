@@ -5,13 +5,15 @@
  */
 import { loadRegistry, type ServiceName } from "../../registry";
 import { portsFromEnv } from "../src/ports";
-import { serviceEnvs } from "../src/stack";
+import { generateStackKeys, serviceEnvs } from "../src/stack";
 
 const registry = loadRegistry();
 const ports = Object.fromEntries(registry.map((s, i) => [s.name, 41000 + i])) as Record<ServiceName, number>;
+const keys = generateStackKeys();
 const envs = serviceEnvs(
   { databaseUrl: "postgres://db/x", logLevel: "warn", env: { REDIS_URL: "redis://r" } },
   ports,
+  keys,
 );
 
 test("every gRPC service listens on 127.0.0.1 at its port; the gateway on 127.0.0.1 by default", () => {
@@ -26,7 +28,9 @@ test("every gRPC service listens on 127.0.0.1 at its port; the gateway on 127.0.
     }
     expect(env).toMatchObject({ DATABASE_URL: "postgres://db/x", LOG_LEVEL: "warn", REDIS_URL: "redis://r" });
   }
-  expect(serviceEnvs({ databaseUrl: "x", gatewayHost: "0.0.0.0" }, ports).gateway.HTTP_HOST).toBe("0.0.0.0");
+  expect(serviceEnvs({ databaseUrl: "x", gatewayHost: "0.0.0.0" }, ports, keys).gateway.HTTP_HOST).toBe(
+    "0.0.0.0",
+  );
 });
 
 test("a service receives the address of each service that lists it as a caller, and no other", () => {
@@ -55,4 +59,21 @@ test("npm start's ports: registry defaults, PORT for the gateway, <NAME>_PORT fo
     'EVENTS_PORT must be a port number (1 to 65535), got "eight"',
   );
   expect(() => portsFromEnv({ PORT: "0" })).toThrow(/PORT must be a port number/);
+});
+
+test("each gRPC service trusts exactly its callers' keys; each caller holds its own private key", () => {
+  for (const s of registry) {
+    const env = envs[s.name];
+    const callees = registry.filter((c) => c.callers.includes(s.name));
+    if (callees.length > 0) expect(env.INTERNAL_AUTH_PRIVATE_KEY).toBe(keys[s.name]!.privateKey);
+    else expect(env.INTERNAL_AUTH_PRIVATE_KEY).toBeUndefined();
+    if (s.kind !== "grpc") {
+      expect(env.INTERNAL_AUTH_TRUSTED_KEYS).toBeUndefined();
+      continue;
+    }
+    const trusted = env.INTERNAL_AUTH_TRUSTED_KEYS!.split(",").map((e) => e.split(":"));
+    const expected = s.callers.map((c) => [c, keys[c]!.publicKey]);
+    if (s.name === "passport") expected.push(["admin", keys.admin!.publicKey]);
+    expect(trusted.sort()).toEqual(expected.sort());
+  }
 });
