@@ -1,6 +1,19 @@
+import fs from "node:fs";
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
+
+// Package boundaries (docs/decisions/0015-package-boundaries.md): a package is imported through its
+// exports, never its src/; no service imports another service; the contract depends on nothing.
+const { services } = JSON.parse(fs.readFileSync(new URL("./services.json", import.meta.url), "utf8"));
+const packageName = (folder) =>
+  JSON.parse(fs.readFileSync(new URL(`./${folder}/package.json`, import.meta.url), "utf8")).name;
+const servicePackages = services.map((s) => ({ folder: s.folder, pkg: packageName(s.folder) }));
+const NO_SRC = {
+  group: ["@dpp/*/src", "@dpp/*/src/*"],
+  message: "Import a workspace package through its exports (package.json), not its src/.",
+};
+const restrict = (patterns) => ["error", { patterns }];
 
 export default tseslint.config(
   {
@@ -21,6 +34,38 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/no-explicit-any": "off",
       "no-console": "off",
+      "no-restricted-imports": restrict([NO_SRC]),
+    },
+  },
+  // A service asks another over gRPC; it never imports its code.
+  ...servicePackages.map(({ folder, pkg }) => ({
+    files: [`${folder}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": restrict([
+        NO_SRC,
+        {
+          group: servicePackages.filter((o) => o.pkg !== pkg).map((o) => o.pkg),
+          message: "A service does not import another service: call it over gRPC (its proto in @dpp/proto).",
+        },
+      ]),
+    },
+  })),
+  // The shared libraries never depend on a service; the contract depends on no workspace package.
+  {
+    files: ["services/kit/**/*.ts"],
+    rules: {
+      "no-restricted-imports": restrict([
+        NO_SRC,
+        { group: servicePackages.map((o) => o.pkg), message: "The kit does not depend on a service." },
+      ]),
+    },
+  },
+  {
+    files: ["services/contract/**/*.ts"],
+    rules: {
+      "no-restricted-imports": restrict([
+        { group: ["@dpp/*"], message: "The contract depends on no workspace package." },
+      ]),
     },
   },
   { files: ["**/*.js", "**/*.cjs"], rules: { "@typescript-eslint/no-require-imports": "off" } },

@@ -1,5 +1,5 @@
 // One jest run for the whole workspace: a single summary line at the end.
-// One project per registered service (services.json), plus the kit, tools and e2e.
+// One project per registered service (services.json), plus the shared libraries (contract, kit), tools and e2e.
 const { services } = require("./services.json");
 
 const swc = [
@@ -27,6 +27,7 @@ module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
   projects: [
+    project("contract", "<rootDir>/services/contract"),
     project("kit", "<rootDir>/services/kit"),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),

@@ -2,7 +2,7 @@
  * Platform operations on a passport (deactivate, reactivate, lock, unlock) are not API endpoints:
  * an operator runs them with the admin CLI, which asks the passport service over gRPC.
  */
-import { runAdmin } from "@dpp/admin/src/cli";
+import { runAdmin } from "@dpp/admin";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;

@@ -5,8 +5,8 @@
 import os from "node:os";
 import path from "node:path";
 import { createDb } from "@dpp/kit";
-import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
-import { migrateAll, startStack, type Stack } from "@dpp/stack/src/stack";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
+import { migrateAll, startStack, type Stack } from "@dpp/stack";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
 import type { Kysely } from "kysely";
 import { assertResponseMatchesContract } from "./openapi-validator";

@@ -13,7 +13,7 @@ export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const REGISTRY_FILE = path.join(REPO_ROOT, "services.json");
 
 /** Folders under services/ that are shared libraries, not services. */
-export const SHARED_FOLDERS: readonly string[] = ["kit"];
+export const SHARED_FOLDERS: readonly string[] = ["kit", "contract"];
 
 /** A registered service's name; generated from services.json (tools/registry/names.generated.ts). */
 export type ServiceName = (typeof SERVICE_NAMES)[number];

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
-import { EVENT_CATALOGUE } from "@dpp/kit";
+import { EVENT_CATALOGUE } from "@dpp/contract";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const catalogue = Object.entries(EVENT_CATALOGUE).map(([type, e]) => ({

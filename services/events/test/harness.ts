@@ -1,15 +1,8 @@
 /** Runs the events service in-process against its own test database. */
 import { randomBytes } from "node:crypto";
-import {
-  DOMAIN_EVENTS_TOPIC,
-  PgBus,
-  createLogger,
-  newId,
-  type ClientOf,
-  type DomainEvent,
-  type RequestContext,
-} from "@dpp/kit";
-import { eventually, startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/src/testing";
+import { newId, type DomainEvent } from "@dpp/contract";
+import { DOMAIN_EVENTS_TOPIC, PgBus, createLogger, type ClientOf, type RequestContext } from "@dpp/kit";
+import { eventually, startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import { eventsV1 } from "@dpp/proto";
 import { eventsService } from "../src/service";
 

@@ -5,3 +5,4 @@ export * from "./routes";
 export { IdentityRepository } from "./modules/identity/identity.repository";
 export type { GatewayDB } from "./store/schema";
 export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./modules/identity/keys";
+export { passportJson } from "./modules/passport/mapping";

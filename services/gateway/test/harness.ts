@@ -1,7 +1,8 @@
 /** The gateway's own store on a test database: organizations, keys, links and grants. */
 import type { Kysely } from "kysely";
-import { ApiError, createDb } from "@dpp/kit";
-import { createTestDatabase, type TestDatabase } from "@dpp/kit/src/testing";
+import { ApiError } from "@dpp/contract";
+import { createDb } from "@dpp/kit";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { Admin } from "../src/modules/identity/admin";
 import { migrateService } from "@dpp/kit";
 import { GATEWAY_SCHEMA, gatewayService } from "../src/gateway";

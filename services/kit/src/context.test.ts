@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "@dpp/contract";
 import { contextFromWire, contextToWire, requireTenant, type RequestContext } from "./context";
 
 /** What a service reads back of what a caller wrote: the wire form through JSON, as inside the token. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApiError } from "./errors";
+import { ApiError } from "@dpp/contract";
 
 export type CredentialKind = "secret" | "connector";
 

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { ApiError } from "./errors";
+import { ApiError } from "@dpp/contract";
 import { callerNotAuthenticated, fromServiceError, toServiceError } from "./grpc";
 
 /** What a client sees of a failed call: the status code and the trailers the server sent. */

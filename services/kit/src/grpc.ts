@@ -19,7 +19,7 @@ import {
 import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
-import { ApiError, isErrorCode, type ErrorCode } from "./errors";
+import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext } from "./context";
 import {
   CONTEXT_METADATA_KEY,

@@ -1,7 +1,5 @@
-export * from "./errors";
 export * from "./config";
 export * from "./logger";
-export * from "./ids";
 export * from "./context";
 export * from "./internal-auth";
 export * from "./grpc";
@@ -16,6 +14,3 @@ export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
 export * from "./outbox";
 export * from "./jobs";
 export * from "./service";
-
-export * from "./plans";
-export * from "./event-catalogue";

@@ -20,7 +20,8 @@
  */
 import { sql, type Kysely, type Generated, type Transaction } from "kysely";
 import { startLeaderJob, withLeaderLock, type LeaderJob } from "./jobs";
-import { DOMAIN_EVENTS_TOPIC, type DomainEvent } from "./events";
+import type { DomainEvent } from "@dpp/contract";
+import { DOMAIN_EVENTS_TOPIC } from "./events";
 import type { Bus } from "./bus";
 import type { Logger } from "./logger";
 

@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "@dpp/contract";
 import { DEFAULT_LIMIT, MAX_LIMIT, decodeCursor, encodeCursor, parseLimit } from "./pagination";
 
 function thrown(fn: () => unknown): ApiError {

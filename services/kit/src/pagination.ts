@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { ApiError, invalidParameter } from "./errors";
+import { ApiError, invalidParameter } from "@dpp/contract";
 
 /** Default and maximum page size of every list (documented in the OpenAPI description). */
 export const DEFAULT_LIMIT = 20;

@@ -1,4 +1,4 @@
-import { startTracing } from "@dpp/kit/src/tracing";
+import { startTracing } from "@dpp/kit/tracing";
 
 // The first import of main.ts: instrumentation must patch modules before they load.
 startTracing("passport");

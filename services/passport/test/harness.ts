@@ -5,8 +5,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
-import { ApiError, createDb, type ClientOf, type RequestContext } from "@dpp/kit";
-import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/src/testing";
+import { ApiError } from "@dpp/contract";
+import { createDb, type ClientOf, type RequestContext } from "@dpp/kit";
+import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import { passportV1 } from "@dpp/proto";
 import { PASSPORT_SCHEMA, passportService, type PassportServiceOptions } from "../src/service";
 import type { PassportDB } from "../src/store/schema";

@@ -5,10 +5,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ApiError, createClient, createContextSigner, createDb } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { createClient, createContextSigner, createDb } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
-import { passportJson } from "@dpp/gateway/src/modules/passport/mapping";
-import { Admin, GATEWAY_SCHEMA, IdentityRepository, SCOPES, type GatewayDB } from "@dpp/gateway";
+import {
+  Admin,
+  GATEWAY_SCHEMA,
+  IdentityRepository,
+  passportJson,
+  SCOPES,
+  type GatewayDB,
+} from "@dpp/gateway";
 
 export const USAGE = `usage: npm run admin -- <command> [options]
 

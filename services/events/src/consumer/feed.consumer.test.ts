@@ -1,4 +1,5 @@
-import type { DomainEvent, Logger } from "@dpp/kit";
+import type { DomainEvent } from "@dpp/contract";
+import type { Logger } from "@dpp/kit";
 import { createFeedHandler, isRefusedData } from "./feed.consumer";
 
 function fakeLog() {

@@ -12,14 +12,8 @@
  * good, which is worse than serving a type the documentation lists a release
  * later.
  */
-import {
-  DOMAIN_EVENTS_TOPIC,
-  isCatalogued,
-  type Bus,
-  type BusMessage,
-  type Logger,
-  type Subscription,
-} from "@dpp/kit";
+import { isCatalogued } from "@dpp/contract";
+import { DOMAIN_EVENTS_TOPIC, type Bus, type BusMessage, type Logger, type Subscription } from "@dpp/kit";
 import { parseDomainEvent } from "../domain";
 import type { EventsRepository } from "../store/events.repository";
 

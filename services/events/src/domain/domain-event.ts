@@ -2,7 +2,7 @@
  * Reading a bus message as a DomainEvent. A message that is not a well-formed
  * event is reported (never thrown) so the consumer can log and skip it.
  */
-import type { DomainEvent } from "@dpp/kit";
+import type { DomainEvent } from "@dpp/contract";
 import { isEventType } from "./event-type";
 
 export const MAX_EVENT_ID_LENGTH = 255;

@@ -1,4 +1,4 @@
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { isEventType, MAX_TYPE_FILTERS, normalizeTypeFilter } from "./event-type";
 
 describe("isEventType", () => {

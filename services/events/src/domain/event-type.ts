@@ -2,7 +2,7 @@
  * Event types are `<resource>.<verb>` (passport.created, passport.published,
  * ...): lower-case identifier segments joined by dots, at least two segments.
  */
-import { invalidParameter } from "@dpp/kit";
+import { invalidParameter } from "@dpp/contract";
 
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 export const MAX_EVENT_TYPE_LENGTH = 100;

@@ -2,7 +2,8 @@
  * The feed cursor: the kit's opaque cursor for list "events" with filters
  * {types}; its position is the last sequence the reader has seen (0 = start).
  */
-import { ApiError, decodeCursor, encodeCursor } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { decodeCursor, encodeCursor } from "@dpp/kit";
 
 export const FEED_LIST = "events";
 

@@ -1,5 +1,6 @@
 /** EventsService: thin handlers; the rules live in ../domain, the queries in ../store. */
-import { isoTime, parseLimit, requireTenant, type CallContext } from "@dpp/kit";
+import { isoTime } from "@dpp/contract";
+import { parseLimit, requireTenant, type CallContext } from "@dpp/kit";
 import type { eventsV1 } from "@dpp/proto";
 import { feedCursor, normalizeTypeFilter, readFeedCursor } from "../domain";
 import type { EventsRepository, FeedEvent } from "../store/events.repository";

@@ -4,7 +4,8 @@
  * reader that has seen sequence N can never later find a committed N' < N.
  */
 import { sql, type Kysely } from "kysely";
-import type { DomainEvent, TenantContext } from "@dpp/kit";
+import type { DomainEvent } from "@dpp/contract";
+import type { TenantContext } from "@dpp/kit";
 import type { EventsDB } from "./schema";
 
 export interface FeedEvent {

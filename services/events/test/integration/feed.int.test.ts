@@ -1,5 +1,6 @@
 /** The consumer: bus → feed, ordering, duplicates, tenant isolation, malformed messages. */
-import { createDb, type DomainEvent } from "@dpp/kit";
+import { type DomainEvent } from "@dpp/contract";
+import { createDb } from "@dpp/kit";
 import { EventsRepository } from "../../src/store/events.repository";
 import { EVENTS_SCHEMA, type EventsDB } from "../../src/store/schema";
 import { domainEvent, newOrg, startHarness, type Harness, type Tenant } from "../harness";

@@ -13,13 +13,13 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import { domainEvent } from "@dpp/contract";
 import {
   OutboxRelay,
   PgBus,
   createDb,
   createLogger,
   createOutboxTable,
-  domainEvent,
   migrateSchema,
   writeOutbox,
   type WithOutbox,

@@ -1,5 +1,5 @@
 /** ListEvents: type filter, paging, cursors, parameter validation. */
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { domainEvent, newOrg, startHarness, type Harness, type Tenant } from "../harness";
 
 let h: Harness;

@@ -6,7 +6,8 @@
  * error envelope.
  */
 import express from "express";
-import { ApiError, type Logger } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { type Logger } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
 import type { IdempotencyStore } from "../idempotency/idempotency";

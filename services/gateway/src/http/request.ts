@@ -1,5 +1,5 @@
 /** Reading a request in a handler: query parameters, bodies and conditional headers, the same way everywhere. */
-import { ApiError, invalidParameter } from "@dpp/kit";
+import { ApiError, invalidParameter } from "@dpp/contract";
 import type { Conditional } from "./route";
 
 /** A single-valued query parameter ("" when absent); repeating it is refused. */

@@ -1,4 +1,4 @@
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { canonicalJson, fingerprintOf, isRecordable, readIdempotencyKey } from "./idempotency";
 
 describe("Idempotency-Key syntax", () => {

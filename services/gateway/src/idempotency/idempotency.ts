@@ -7,7 +7,8 @@
  */
 import { createHash } from "node:crypto";
 import { sql, type Kysely } from "kysely";
-import { ApiError, invalidParameter, lockKey } from "@dpp/kit";
+import { ApiError, invalidParameter } from "@dpp/contract";
+import { lockKey } from "@dpp/kit";
 import type { GatewayDB } from "../store/schema";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";

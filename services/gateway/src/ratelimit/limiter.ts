@@ -15,7 +15,8 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
-import { ApiError, type Logger } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { type Logger } from "@dpp/kit";
 
 export interface RateLimitOptions {
   redisUrl?: string;

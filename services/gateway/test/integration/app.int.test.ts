@@ -9,8 +9,8 @@
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { sql } from "kysely";
+import { ApiError } from "@dpp/contract";
 import {
-  ApiError,
   createLogger,
   fromServiceError,
   toServiceError,

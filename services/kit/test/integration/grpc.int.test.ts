@@ -6,7 +6,7 @@ import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { create } from "@bufbuild/protobuf";
 import { healthV1, passportV1 } from "@dpp/proto";
-import { ApiError } from "../../src/errors";
+import { ApiError } from "@dpp/contract";
 import {
   addService,
   createClient,

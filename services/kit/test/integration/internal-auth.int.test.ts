@@ -7,7 +7,7 @@ import { Writable } from "node:stream";
 import * as grpc from "@grpc/grpc-js";
 import { passportV1, healthV1 } from "@dpp/proto";
 import pino from "pino";
-import { ApiError } from "../../src/errors";
+import { ApiError } from "@dpp/contract";
 import {
   addService,
   createClient,

@@ -1,5 +1,5 @@
 /** The product categories and their field schemas (src/domain/categories); no tenant needed. */
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { findCategory, listCategories as allCategories, type CategoryDefinition } from "../domain/categories";
 
 export function listCategories(): CategoryDefinition[] {

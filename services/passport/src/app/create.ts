@@ -1,5 +1,6 @@
 /** POST .../passports: a draft at version 1, its lead GTIN claimed and passport.created, in one transaction. */
-import { ApiError, domainEvent, newId, passportRelated, requireTenant, type RequestContext } from "@dpp/kit";
+import { ApiError, domainEvent, newId, passportRelated } from "@dpp/contract";
+import { requireTenant, type RequestContext } from "@dpp/kit";
 import { UniqueConflict, type PassportRow } from "../store";
 import { parseCreateBody } from "../domain/create-passport";
 import { parseJsonBody } from "../domain/json-body";

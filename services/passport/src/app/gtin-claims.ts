@@ -2,7 +2,8 @@
  * GTIN claims: a GTIN is held by one passport of a tenant, as its lead GTIN or for one of its variants (claimed
  * by the variants service, in batches). The claims table is this service's; other services ask through these.
  */
-import { ApiError, requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
 import type { PassportTx } from "../store";
 import { normalizeBatch, type ClaimInput } from "../domain/gtin-batch";
 import type { PassportApp } from "./deps";

@@ -4,7 +4,8 @@
  * lock the row, check Expected-Version, apply the rules, write with `WHERE version = <read>` and record the
  * event; a refusal rolls everything back.
  */
-import { ApiError, newId, requireTenant, type RequestContext } from "@dpp/kit";
+import { ApiError, newId } from "@dpp/contract";
+import { requireTenant, type RequestContext } from "@dpp/kit";
 import type { PassportRow } from "../store";
 import { TRANSITIONS, transitionRefusal, type TransitionName } from "../domain/lifecycle";
 import { liveWriteRefusal } from "../domain/plan-rules";

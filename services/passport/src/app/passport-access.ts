@@ -3,7 +3,8 @@
  * passport and lock its row, then write with `WHERE version = <read>` and record the event in the same
  * transaction's outbox.
  */
-import { domainEvent, passportRelated, type TenantContext } from "@dpp/kit";
+import { domainEvent, passportRelated } from "@dpp/contract";
+import { type TenantContext } from "@dpp/kit";
 import type { PassportChange, PassportReads, PassportRow, PassportTx } from "../store";
 import type { PassportEventType } from "../domain/lifecycle";
 import { notFound, preconditionFailed } from "./refusals";

@@ -3,7 +3,8 @@
  * so `publishable` is exactly "publish would succeed" for a secret key; a connector's publish additionally
  * waits for a person). Environmental claims are warnings: they never block.
  */
-import { ApiError, validationFailed, type Issue, type RequestContext, type TenantContext } from "@dpp/kit";
+import { ApiError, validationFailed, type Issue } from "@dpp/contract";
+import { type RequestContext, type TenantContext } from "@dpp/kit";
 import type { PassportRow, PassportTx } from "../store";
 import { publishIssues, validatePassportData } from "../domain/validate";
 import { PUBLISH_SLOT_STATUSES, transitionRefusal } from "../domain/lifecycle";

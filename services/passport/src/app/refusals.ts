@@ -1,5 +1,6 @@
 /** The refusals several use cases share, with the spec's codes, messages and details. */
-import { ApiError, type TenantContext } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { type TenantContext } from "@dpp/kit";
 import type { ClaimHolder } from "../store";
 
 export const passportName = (t: TenantContext, id: string) =>

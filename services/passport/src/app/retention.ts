@@ -4,7 +4,7 @@
  * passport.deleted event. Live passports are never deleted. It runs as the service's leader job (one replica at a
  * time); a pass deletes in batches, one transaction each, until nothing is due.
  */
-import { domainEvent, passportRelated } from "@dpp/kit";
+import { domainEvent, passportRelated } from "@dpp/contract";
 import type { PassportStore } from "../store";
 
 export const TEST_RETENTION_DAYS = 90;

@@ -4,7 +4,8 @@
  * the lead GTIN claim, write with `WHERE version = <read>` and record passport.updated. A patch that changes
  * nothing writes nothing (no version, no event).
  */
-import { ApiError, requireTenant, type RequestContext } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { requireTenant, type RequestContext } from "@dpp/kit";
 import { UniqueConflict, type PassportRow } from "../store";
 import { editRefusal } from "../domain/lifecycle";
 import { liveWriteRefusal } from "../domain/plan-rules";

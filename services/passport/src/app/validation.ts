@@ -1,5 +1,6 @@
 /** POST .../validate: what publishing would answer now, as a record; kept unless dry_run. Never changes the passport. */
-import { newId, requireTenant, type Issue, type RequestContext } from "@dpp/kit";
+import { newId, type Issue } from "@dpp/contract";
+import { requireTenant, type RequestContext } from "@dpp/kit";
 import { findCategory } from "../domain/categories";
 import { parseValidateBody } from "../domain/update-passport";
 import { parseOptionalJson } from "../domain/json-body";

@@ -1,5 +1,5 @@
 /** Rules for POST .../passports: the body's shape, its data, and what is derived from it. */
-import { pointerToken, validationFailed, type Issue } from "@dpp/kit";
+import { pointerToken, validationFailed, type Issue } from "@dpp/contract";
 import { findCategory } from "./categories";
 import { validatePassportData } from "./validate";
 import { normalizeGtin } from "./gtin";

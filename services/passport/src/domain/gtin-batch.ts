@@ -1,5 +1,5 @@
 /** The batches of ClaimGtins and ReleaseGtins (from the variants service): their shape and GTINs. */
-import { validationFailed, type Issue } from "@dpp/kit";
+import { validationFailed, type Issue } from "@dpp/contract";
 import { normalizeGtin } from "./gtin";
 
 export interface ClaimInput {

@@ -1,5 +1,5 @@
 /** Free-form JSON travels as text in a string field (bodies, merge patches); these parse it. */
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 
 /** Parses a JSON body; an empty text is `{}`. Not JSON: invalid_request. */
 export function parseJsonBody(text: string): unknown {

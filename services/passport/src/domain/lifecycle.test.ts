@@ -1,4 +1,4 @@
-import { isCatalogued } from "@dpp/kit";
+import { isCatalogued } from "@dpp/contract";
 import {
   PASSPORT_STATUSES,
   TRANSITIONS,

@@ -2,7 +2,7 @@
  * The passport state machine (docs/decisions/0009-passport-lifecycle.md). One table: which operation moves a
  * passport from which statuses to which status, with which event; everything else is refused.
  */
-import { ApiError, type EventType, type PassportRelated, type RelatedOf } from "@dpp/kit";
+import { ApiError, type EventType, type PassportRelated, type RelatedOf } from "@dpp/contract";
 
 /** The catalogued event types whose `related` is a passport. */
 export type PassportEventType = {

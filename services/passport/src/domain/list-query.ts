@@ -1,5 +1,6 @@
 /** The query of GET .../passports: limit, filters and the cursor that carries them. */
-import { ApiError, decodeCursor, invalidParameter, parseLimit } from "@dpp/kit";
+import { ApiError, invalidParameter } from "@dpp/contract";
+import { decodeCursor, parseLimit } from "@dpp/kit";
 import { findCategory } from "./categories";
 import { PASSPORT_STATUSES } from "./lifecycle";
 

@@ -8,7 +8,8 @@
  *
  * A call without plan context (an internal caller, not the gateway) is not refused here.
  */
-import { ApiError, planLimits, type PlanContext, type RequestContext } from "@dpp/kit";
+import { ApiError, planLimits } from "@dpp/contract";
+import { type PlanContext, type RequestContext } from "@dpp/kit";
 
 export function liveWriteRefusal(ctx: RequestContext): ApiError | undefined {
   if (ctx.livemode !== true || !ctx.plan) return undefined;

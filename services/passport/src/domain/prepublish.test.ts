@@ -1,4 +1,5 @@
-import { ApiError, type TenantContext } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { type TenantContext } from "@dpp/kit";
 import {
   CompositePrePublishCheck,
   defaultPrePublishChecks,

@@ -7,7 +7,8 @@
  * variant_review_required, variant_review_changed ...) or undefined. Checks run inside the publishing
  * transaction, after the row is locked, so they must answer within the call's deadline.
  */
-import type { ApiError, TenantContext } from "@dpp/kit";
+import type { ApiError } from "@dpp/contract";
+import type { TenantContext } from "@dpp/kit";
 
 export interface PrePublishSubject {
   id: string;

@@ -1,4 +1,4 @@
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { applyPassportPatch, parsePatchBody, parsePublishBody, parseValidateBody } from "./update-passport";
 
 const refusal = (fn: () => unknown): ApiError => {

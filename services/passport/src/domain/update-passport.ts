@@ -3,7 +3,7 @@
  * members: `data` (merged key by key; null removes a key; arrays are replaced whole) and `external_id` (null
  * removes it). Every other member of the passport resource is read-only; any other key is unknown.
  */
-import { pointerToken, validationFailed, type Issue } from "@dpp/kit";
+import { pointerToken, validationFailed, type Issue } from "@dpp/contract";
 import { applyMergePatch, jsonEqual, type Json } from "./merge-patch";
 import { validatePassportData } from "./validate";
 import { normalizeGtin } from "./gtin";

@@ -5,7 +5,7 @@
  * Draft validity (validatePassportData) and publish requirements (publishIssues) are separate: a draft may be
  * incomplete, but every key it holds must be known and well-formed.
  */
-import type { Issue } from "@dpp/kit";
+import type { Issue } from "@dpp/contract";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import type Ajv2020 from "ajv/dist/2020";
 import { createCategoryAjv, documentIdKeys, fieldsRequiredForPublish, findCategory } from "./categories";

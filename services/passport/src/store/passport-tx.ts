@@ -1,5 +1,6 @@
 import { sql, type Transaction } from "kysely";
-import { isUniqueViolation, lockKey, writeOutbox, type DomainEvent } from "@dpp/kit";
+import { type DomainEvent } from "@dpp/contract";
+import { isUniqueViolation, lockKey, writeOutbox } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
 import {

@@ -3,7 +3,8 @@
  * rules, validation records, links, GTIN claims, usage and test-mode retention.
  */
 import { sql } from "kysely";
-import { ApiError, type RequestContext } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
+import { type RequestContext } from "@dpp/kit";
 import {
   context,
   liveTenant,

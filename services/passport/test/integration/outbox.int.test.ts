@@ -3,15 +3,9 @@
  * by the relay to the bus (the Postgres-table transport on the same database).
  */
 import { sql } from "kysely";
-import {
-  createLogger,
-  DOMAIN_EVENTS_TOPIC,
-  PgBus,
-  type BusMessage,
-  type DomainEvent,
-  type Subscription,
-} from "@dpp/kit";
-import { eventually } from "@dpp/kit/src/testing";
+import { type DomainEvent } from "@dpp/contract";
+import { createLogger, DOMAIN_EVENTS_TOPIC, PgBus, type BusMessage, type Subscription } from "@dpp/kit";
+import { eventually } from "@dpp/kit/testing";
 import { liveTenant, refusal, startHarness, testTenant, type Harness } from "../harness";
 
 let h: Harness;

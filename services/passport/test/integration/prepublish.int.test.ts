@@ -1,5 +1,5 @@
 /** The pre-publish seam: a check owned by another service that refuses blocks publishing with its code. */
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import { sql } from "kysely";
 import { CompositePrePublishCheck, nothingToCheck, type PrePublishCheck } from "../../src/domain/prepublish";
 import { context, randomGtin13, refusal, startHarness, testTenant, type Harness } from "../harness";

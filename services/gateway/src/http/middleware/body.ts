@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from "express";
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import type { RouteSpec } from "../route";
 
 function hasBody(req: Request): boolean {

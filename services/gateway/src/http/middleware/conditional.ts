@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from "express";
-import { ApiError } from "@dpp/kit";
+import { ApiError } from "@dpp/contract";
 import type { Conditional, RouteSpec } from "../route";
 import { locals } from "./locals";
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
-import { ApiError, toEnvelope, type Logger } from "@dpp/kit";
+import { ApiError, toEnvelope } from "@dpp/contract";
+import { type Logger } from "@dpp/kit";
 import { isRecordable, type IdempotencyStore } from "../../idempotency/idempotency";
 import { settleIdempotency } from "./idempotency";
 import { locals, newRequestId } from "./locals";

@@ -2,7 +2,7 @@
  * Administration of organizations, keys, managing links, grants and plans.
  * Used by the admin CLI and the stack runner; never exposed over HTTP.
  */
-import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/kit";
+import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/contract";
 import type { IdentityRepository, KeyRecord, OrganizationRecord } from "./identity.repository";
 import { Grants } from "./grants";
 import { generateKeyText, isScope, parseKeyText, SCOPES } from "./keys";

@@ -1,4 +1,5 @@
-import { ApiError, planLimits, type PlanContext } from "@dpp/kit";
+import { ApiError, planLimits } from "@dpp/contract";
+import { type PlanContext } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord, LinkRecord, OrganizationRecord } from "./identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
 import type { KeyCache } from "./key-cache";

@@ -4,7 +4,7 @@
  * plan (kit plans.ts) and the counts the owning services report over gRPC.
  * Pure: the handler gathers the inputs.
  */
-import { planLimits } from "@dpp/kit";
+import { planLimits } from "@dpp/contract";
 import type { OrganizationRecord } from "./identity.repository";
 
 export const CAPABILITY_IDS = [

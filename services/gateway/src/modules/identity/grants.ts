@@ -3,7 +3,7 @@
  * act on a client, with scopes no wider than the key's own. Used by the HTTP
  * grant endpoints and the admin CLI alike, so the rules live here once.
  */
-import { ApiError, validationFailed, type Issue } from "@dpp/kit";
+import { ApiError, validationFailed, type Issue } from "@dpp/contract";
 import { isScope, scopeAllows, SCOPES, type Scope } from "./keys";
 import type { GrantRecord, IdentityRepository, KeyRecord, LinkRecord } from "./identity.repository";
 

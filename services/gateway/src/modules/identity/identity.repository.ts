@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from "kysely";
-import { domainEvent, writeOutbox } from "@dpp/kit";
+import { domainEvent } from "@dpp/contract";
+import { writeOutbox } from "@dpp/kit";
 import type {
   ApiKeyTable,
   GatewayDB,
