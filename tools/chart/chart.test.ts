@@ -140,6 +140,16 @@ describe("components", () => {
       if (!registry.some((s) => s.name === n)) expect(components[n]?.enabled).toBe(false);
   });
 
+  test("each registered service's callers in the chart (its trusted keys and NetworkPolicy) are the registry's, plus the admin CLI", () => {
+    for (const s of registry) {
+      const chartCallers: string[] = components[s.name]?.callers ?? [];
+      expect([s.name, chartCallers.filter((c) => c !== "admin").sort()]).toEqual([
+        s.name,
+        [...s.callers].sort(),
+      ]);
+    }
+  });
+
   test("the chart announces each gRPC component under the registry's <NAME>_ADDR", () => {
     const helpers = read("templates", "_helpers.tpl");
     const configmap = read("templates", "configmap.yaml");
