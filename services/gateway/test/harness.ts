@@ -1,41 +1,37 @@
 /** The gateway's own store on a test database: organizations, keys, links and grants. */
 import type { Kysely } from "kysely";
 import { ApiError } from "@dpp/contract";
-import { createDb } from "@dpp/kit";
-import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
+import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import { Admin } from "../src/modules/identity/admin";
-import { migrateService } from "@dpp/kit";
-import { GATEWAY_SCHEMA, gatewayService } from "../src/gateway";
+import { gatewayService } from "../src/gateway";
 import { IdentityRepository } from "../src/modules/identity/identity.repository";
 import type { GatewayDB } from "../src/store/schema";
 
 export interface Store {
   db: TestDatabase;
+  /** The gateway, started as in production on its own test database (no service behind it). */
+  gateway: UnderTest<typeof gatewayService>;
   sql: Kysely<GatewayDB>;
   identity: IdentityRepository;
   admin: Admin;
   close(): Promise<void>;
 }
 
+/** The gateway on a fresh database; its store is what these tests drive. */
 export async function startStore(label: string): Promise<Store> {
-  const db = await createTestDatabase(label);
-  await migrateService(gatewayService, { DATABASE_URL: db.url });
-  const kysely = createDb<GatewayDB>({
-    url: db.url,
-    schema: GATEWAY_SCHEMA,
-    applicationName: "gateway-test",
-    max: 4,
-  });
-  const identity = new IdentityRepository(kysely);
+  const gateway = await startServiceUnderTest(
+    gatewayService,
+    { HTTP_HOST: "127.0.0.1", HTTP_PORT: "0" },
+    label,
+  );
+  const identity = new IdentityRepository(gateway.db);
   return {
-    db,
-    sql: kysely,
+    db: gateway.database,
+    gateway,
+    sql: gateway.db,
     identity,
     admin: new Admin(identity),
-    close: async () => {
-      await kysely.destroy();
-      await db.drop();
-    },
+    close: () => gateway.close(),
   };
 }
 

@@ -131,6 +131,8 @@ export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra
   try {
     const config = loadServiceConfig(def, {
       INTERNAL_AUTH_TRUSTED_KEYS: formatTrustedKeys({ gateway: [callerKeys.publicKey] }),
+      // A service under test that calls others signs with the same test key.
+      INTERNAL_AUTH_PRIVATE_KEY: callerKeys.privateKey,
       DATABASE_URL: database.url,
       GRPC_ADDR: "127.0.0.1:0",
       LOG_LEVEL: "silent",
