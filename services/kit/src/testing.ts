@@ -177,8 +177,7 @@ export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra
 
 /** The outcome of a call made by hand: the answer, or the gRPC status it was refused with. */
 export type RawOutcome<R> =
-  | { ok: true; response: R }
-  | { ok: false; status: keyof typeof grpc.status; error: grpc.ServiceError };
+  { ok: true; response: R } | { ok: false; status: keyof typeof grpc.status; error: grpc.ServiceError };
 
 /**
  * Calls one unary method with exactly the metadata given, as anyone on the network could (no kit client,
