@@ -26,6 +26,26 @@ export interface RequestContext {
   keyId?: string;
   credentialKind?: CredentialKind;
   plan?: PlanContext;
+  /** The Idempotency-Key of a write and what it is scoped to (idempotency.ts); absent without a key. */
+  idempotency?: IdempotencyContext;
+  /**
+   * Filled by the kit's client from the service's answer (never sent): whether the answer replayed the
+   * result recorded under the call's Idempotency-Key.
+   */
+  outcome?: CallOutcome;
+}
+
+/** An Idempotency-Key as the gateway scoped it: the owning service records its result with the write. */
+export interface IdempotencyContext {
+  key: string;
+  /** SHA-256 (hex) of the request: method, path and canonical body. */
+  fingerprint: string;
+  /** The organization of the calling key (a grant's holder may differ from the tenant). */
+  callerOrganizationId: string;
+}
+
+export interface CallOutcome {
+  idempotentReplayed?: boolean;
 }
 
 /** A context with a tenant: what every tenant-scoped handler requires. */
@@ -59,6 +79,13 @@ export const wireContextSchema = z.object({
       document_limit: limit.optional(),
     })
     .optional(),
+  idempotency: z
+    .object({
+      key: z.string().min(1).max(255),
+      fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
+      caller_organization_id: id,
+    })
+    .optional(),
 });
 
 export type WireContext = z.infer<typeof wireContextSchema>;
@@ -75,6 +102,14 @@ export function contextToWire(ctx: RequestContext): WireContext {
     if (p.publishLimit !== undefined) w.plan.publish_limit = p.publishLimit;
     if (p.unitLimit !== undefined) w.plan.unit_limit = p.unitLimit;
     if (p.documentLimit !== undefined) w.plan.document_limit = p.documentLimit;
+  }
+  if (ctx.idempotency) {
+    const i = ctx.idempotency;
+    w.idempotency = {
+      key: i.key,
+      fingerprint: i.fingerprint,
+      caller_organization_id: i.callerOrganizationId,
+    };
   }
   return w;
 }
@@ -95,6 +130,14 @@ export function contextFromWire(value: unknown): RequestContext | undefined {
     if (p.publish_limit !== undefined) ctx.plan.publishLimit = p.publish_limit;
     if (p.unit_limit !== undefined) ctx.plan.unitLimit = p.unit_limit;
     if (p.document_limit !== undefined) ctx.plan.documentLimit = p.document_limit;
+  }
+  if (w.idempotency) {
+    const i = w.idempotency;
+    ctx.idempotency = {
+      key: i.key,
+      fingerprint: i.fingerprint,
+      callerOrganizationId: i.caller_organization_id,
+    };
   }
   return ctx;
 }

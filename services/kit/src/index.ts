@@ -14,3 +14,4 @@ export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
 export * from "./outbox";
 export * from "./jobs";
 export * from "./service";
+export * from "./idempotency";

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import { transaction } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
 import { PassportTx } from "./passport-tx";
@@ -10,9 +11,12 @@ export class PassportStore extends PassportReads {
     super(db);
   }
 
-  /** Runs fn in one transaction: committed when fn returns, rolled back when it throws. */
+  /**
+   * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside a call under
+   * an Idempotency-Key it is part of the call's transaction, which also records the result (kit).
+   */
   transaction<T>(fn: (tx: PassportTx) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => fn(new PassportTx(trx)));
+    return transaction(this.db, (trx) => fn(new PassportTx(trx)));
   }
 
   /** Deletes the variant claims held by these (gtin, owner) pairs; returns the GTINs deleted. */

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
-import type { OutboxTable } from "@dpp/kit";
+import type { IdempotencyTable, OutboxTable } from "@dpp/kit";
 
 /** The `passport` schema, and nothing else. */
 export interface PassportTable {
@@ -62,4 +62,5 @@ export interface PassportDB {
   publish_approval: PublishApprovalTable;
   validation: ValidationTable;
   outbox: OutboxTable;
+  idempotency: IdempotencyTable;
 }
