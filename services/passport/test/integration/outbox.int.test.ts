@@ -3,6 +3,7 @@
  * by the relay to the bus (the Postgres-table transport on the same database).
  */
 import { sql } from "kysely";
+import { timestampDate } from "@dpp/proto";
 import {
   createLogger,
   DOMAIN_EVENTS_TOPIC,
@@ -72,7 +73,7 @@ describe("passport.created", () => {
       type: "passport.created",
       organization_id: t.organizationId,
       livemode: false,
-      created_at: p.createdAt,
+      created_at: timestampDate(p.createdAt!).toISOString(),
       related: {
         object: "passport",
         id: p.id,
