@@ -214,7 +214,11 @@ describe("lifecycle", () => {
     const res = await h.request(`${base()}/${p.id}/publish`, { method: "POST", key: connector.key });
     expect(res.status).toBe(202);
     expect(envelope(res)).toMatchObject({ code: "human_approval_required" });
-    expect(envelope(res).details.review_url).toMatch(/\/publish-approvals\//);
+    expect(envelope(res).details).toEqual({
+      passport_id: p.id,
+      approval_id: expect.stringMatching(/^pa_/),
+      review_url: expect.stringMatching(/\/publish-approvals\/pa_/),
+    });
     const got = await h.request(`${base()}/${p.id}`, { key: t.testKey });
     expect(got.body).toMatchObject({ status: "draft", version: 1 });
   });

@@ -160,6 +160,41 @@ describe("passports", () => {
     expect(envelope(unknown).details.issues[0].source.pointer).toBe("/category");
   });
 
+  it("lists every issue of a body at once, member by member, wherever each is checked", async () => {
+    const res = await h.request(passports(t.organizationId), {
+      key: t.testKey,
+      body: { category: "textile", extra: true, external_id: 5, data: { nope: 1 } },
+    });
+    expect(res.status).toBe(422);
+    const e = envelope(res);
+    expect(e.details.issues.map((i: any) => [i.source.pointer, i.rule])).toEqual([
+      ["/extra", "unknown_field"],
+      ["/external_id", "type"],
+      ["/data/nope", "unknown_field"],
+    ]);
+    expect(e.message).toBe("The request body failed validation (3 issues at /extra).");
+  });
+
+  it("refuses a live write the plan does not allow before looking at the body", async () => {
+    const trial = await h.tenant("Trial Shape Brand", "trial");
+    const res = await h.request(passports(trial.organizationId), {
+      key: trial.liveKey,
+      body: { category: 7, extra: true },
+    });
+    expect(res.status).toBe(402);
+    expect(envelope(res).code).toBe("no_subscription");
+  });
+
+  it("checks a list's category before its updated_since", async () => {
+    const res = await h.request(`${passports(t.organizationId)}?category=spaceship&updated_since=yesterday`, {
+      key: t.testKey,
+    });
+    expect(res.status).toBe(400);
+    expect(envelope(res).details.issues).toEqual([
+      expect.objectContaining({ source: { parameter: "category" }, rule: "unknown_category" }),
+    ]);
+  });
+
   it("lists newest first and paginates with cursors that encode their filters", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

@@ -4,3 +4,6 @@ export * as passportV1 from "./gen/dpp/passport/v1/passport_service_pb";
 export * as eventsV1 from "./gen/dpp/events/v1/events_service_pb";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb";
 export * as rpcStatus from "./gen/google/rpc/status_pb";
+
+// google.protobuf.Timestamp, the type of every instant in the messages, and its conversions.
+export { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";

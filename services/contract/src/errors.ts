@@ -119,7 +119,10 @@ export function httpStatusOf(code: ErrorCode): number {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly details: ErrorDetails;
-  /** Response headers the gateway must add (e.g. Retry-After, Allow). */
+  /**
+   * Response headers the gateway must add (e.g. Retry-After, Allow); across gRPC they travel in the
+   * `headers` field of dpp.common.v1.ApiError, never inside the details.
+   */
   readonly headers: Record<string, string>;
 
   constructor(

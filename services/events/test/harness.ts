@@ -1,10 +1,18 @@
 /** Runs the events service in-process against its own test database. */
 import { randomBytes } from "node:crypto";
 import { newId, type DomainEvent } from "@dpp/contract";
-import { DOMAIN_EVENTS_TOPIC, PgBus, createLogger, type ClientOf, type RequestContext } from "@dpp/kit";
+import {
+  DOMAIN_EVENTS_TOPIC,
+  PgBus,
+  createDb,
+  createLogger,
+  type ClientOf,
+  type RequestContext,
+} from "@dpp/kit";
 import { eventually, startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import { eventsV1 } from "@dpp/proto";
 import { eventsService } from "../src/service";
+import { EVENTS_SCHEMA, type EventsDB } from "../src/store/schema";
 
 export interface Tenant {
   organizationId: string;
@@ -41,8 +49,10 @@ export interface Harness {
   publishRaw(key: string, ...values: string[]): Promise<void>;
   list(
     tenant: Tenant,
-    req?: { limit?: string; cursor?: string; types?: string[] },
+    req?: { limit?: number; cursor?: string; types?: string[] },
   ): Promise<eventsV1.ListEventsResponse>;
+  /** The feed positions of served events, read from the store (the messages do not carry them), in order. */
+  sequences(events: eventsV1.Event[]): Promise<number[]>;
   /** Waits until the tenant's feed (all types) holds at least n events, and returns them. */
   waitForFeed(tenant: Tenant, n: number): Promise<eventsV1.Event[]>;
   close(): Promise<void>;
@@ -63,8 +73,13 @@ export async function startHarness(label: string): Promise<Harness> {
     organizationId: t.organizationId,
     livemode: t.livemode,
   });
-  const list: Harness["list"] = (tenant, req = {}) =>
-    client.listEvents({ limit: "", cursor: "", types: [], ...req }, { context: context(tenant) });
+  const list: Harness["list"] = (tenant, req = {}) => client.listEvents(req, { context: context(tenant) });
+  const store = createDb<EventsDB>({
+    url: db.url,
+    schema: EVENTS_SCHEMA,
+    applicationName: "events-test-harness",
+    max: 1,
+  });
   return {
     db,
     service,
@@ -80,12 +95,35 @@ export async function startHarness(label: string): Promise<Harness> {
         values.map((value) => ({ key, value })),
       ),
     list,
+    sequences: async (events) => {
+      if (events.length === 0) return [];
+      const { organizationId, livemode } = events[0]!;
+      const rows = await store
+        .selectFrom("event")
+        .select(["event_id", "sequence"])
+        .where("organization_id", "=", organizationId)
+        .where("livemode", "=", livemode)
+        .where(
+          "event_id",
+          "in",
+          events.map((e) => e.id),
+        )
+        .execute();
+      const byId = new Map(rows.map((r) => [r.event_id, r.sequence]));
+      return events.map((e) => {
+        const sequence = byId.get(e.id);
+        if (sequence === undefined || e.organizationId !== organizationId || e.livemode !== livemode)
+          throw new Error(`event ${e.id} is not in the feed of ${organizationId}`);
+        return sequence;
+      });
+    },
     waitForFeed: (tenant, n) =>
       eventually(async () => {
-        const page = await list(tenant, { limit: "100" });
+        const page = await list(tenant, { limit: 100 });
         return page.events.length >= n ? page.events : undefined;
       }),
     close: async () => {
+      await store.destroy();
       await bus.close();
       await service.close();
     },

@@ -1,6 +1,9 @@
 import { Writable } from "node:stream";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
+import { fromBinary } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { commonV1, rpcStatus } from "@dpp/proto";
 import { ApiError } from "@dpp/contract";
 import { callerNotAuthenticated, fromServiceError, toServiceError } from "./grpc";
 
@@ -55,15 +58,31 @@ describe("toServiceError / fromServiceError (no network)", () => {
     expect(JSON.stringify(back.details)).not.toContain("hunter2");
   });
 
-  it("keeps an ApiError whose details use the reserved headers key only as headers", () => {
-    const back = fromServiceError(
-      asReceived(
-        toServiceError(new ApiError("rate_limited", undefined, { limit: 5 }, { "Retry-After": "9" })),
-      ),
-      "gateway",
+  it("carries the headers in the declared field of the packed ApiError, never in its details", () => {
+    const se = toServiceError(
+      new ApiError("rate_limited", undefined, { limit: 5 }, { "Retry-After": "9", Allow: "GET, HEAD" }),
     );
+    const status = fromBinary(
+      rpcStatus.StatusSchema,
+      se.metadata!.get("grpc-status-details-bin")[0] as Buffer,
+    );
+    const packed = anyUnpack(status.details[0]!, commonV1.ApiErrorSchema)!;
+    expect(packed.headers).toEqual({ "Retry-After": "9", Allow: "GET, HEAD" });
+    expect(JSON.parse(packed.detailsJson)).toEqual({ limit: 5 });
+
+    const back = fromServiceError(asReceived(se), "gateway");
     expect(back.details).toEqual({ limit: 5 });
-    expect(back.headers).toEqual({ "Retry-After": "9" });
+    expect(back.headers).toEqual({ "Retry-After": "9", Allow: "GET, HEAD" });
+  });
+
+  it("keeps every member of the details as details, whatever its name", () => {
+    const details = { __headers: { "Retry-After": "1" }, headers: "x" };
+    const back = fromServiceError(
+      asReceived(toServiceError(new ApiError("validation_failed", undefined, details))),
+      "passport",
+    );
+    expect(back.details).toEqual(details);
+    expect(back.headers).toEqual({});
   });
 
   it("maps transport failures without a trailer to internal_error with a reason", () => {

@@ -2,7 +2,8 @@
  * The one small generic adapter between protobuf-es v2 service descriptors and
  * @grpc/grpc-js: serve a GenService with typed async handlers, call one with a
  * typed promise client. Errors travel as google.rpc.Status in the
- * grpc-status-details-bin trailer carrying dpp.common.v1.ApiError. Every call
+ * grpc-status-details-bin trailer carrying dpp.common.v1.ApiError (its response
+ * headers, e.g. Retry-After, in the declared `headers` field). Every call
  * of a served service must carry a signed context token (internal-auth.ts): the
  * client signs, the server verifies before the handler runs.
  */
@@ -119,9 +120,9 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
         commonV1.ApiErrorSchema,
         create(commonV1.ApiErrorSchema, {
           code: apiErr.code,
-          httpStatus: apiErr.status,
           message: apiErr.message,
-          detailsJson: JSON.stringify({ ...apiErr.details, ...headerDetails(apiErr) }),
+          detailsJson: JSON.stringify(apiErr.details),
+          headers: apiErr.headers,
         }),
       ),
     ],
@@ -129,12 +130,6 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
   const metadata = new grpc.Metadata();
   metadata.set(DETAILS_KEY, u8ToBuffer(toBinary(rpcStatus.StatusSchema, status)));
   return { code, details: apiErr.message, metadata };
-}
-
-// Response headers ride along in details under a reserved key and are lifted out again by the client.
-const HEADERS_KEY = "__headers";
-function headerDetails(err: ApiError): Record<string, unknown> {
-  return Object.keys(err.headers).length ? { [HEADERS_KEY]: err.headers } : {};
 }
 
 /** details.reason of the error a service answers to a call that does not prove its caller. */
@@ -165,9 +160,7 @@ function decodeApiError(err: grpc.ServiceError): ApiError | undefined {
       const e = anyUnpack(any, commonV1.ApiErrorSchema);
       if (e && isErrorCode(e.code)) {
         const details = e.detailsJson ? (JSON.parse(e.detailsJson) as Record<string, unknown>) : {};
-        const headers = (details[HEADERS_KEY] as Record<string, string> | undefined) ?? {};
-        delete details[HEADERS_KEY];
-        return new ApiError(e.code as ErrorCode, e.message, details, headers);
+        return new ApiError(e.code as ErrorCode, e.message, details, { ...e.headers });
       }
     }
   } catch {

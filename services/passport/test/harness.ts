@@ -8,7 +8,8 @@ import { sql, type Kysely } from "kysely";
 import { ApiError } from "@dpp/contract";
 import { createDb, type ClientOf, type RequestContext } from "@dpp/kit";
 import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
-import { passportV1 } from "@dpp/proto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { passportV1, timestampFromDate } from "@dpp/proto";
 import { PASSPORT_SCHEMA, passportService, type PassportServiceOptions } from "../src/service";
 import type { PassportDB } from "../src/store/schema";
 import { gtinCheckDigit } from "../src/domain/gtin";
@@ -34,6 +35,28 @@ export function randomGtin13(): string {
 }
 
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
+
+export interface CreateBody {
+  category: string;
+  external_id?: string;
+  data?: Record<string, unknown>;
+}
+
+/** The CreatePassportRequest the gateway sends for a body of that shape. */
+export const createRequest = (body: CreateBody) => ({
+  category: body.category,
+  externalId: body.external_id,
+  dataJson: body.data === undefined ? "" : JSON.stringify(body.data),
+});
+
+export type ListRequest = MessageInitShape<typeof passportV1.ListPassportsRequestSchema>;
+
+/** A status enum value by its spec name, e.g. PASSPORT_STATUS_DRAFT → "draft". */
+export const statusName = (s: passportV1.PassportStatus) =>
+  String(passportV1.PassportStatus[s]).toLowerCase();
+
+/** An RFC 3339 instant as the Timestamp the gateway sends. */
+export const at = (text: string) => timestampFromDate(new Date(text));
 type PassportUnderTest = UnderTest<ReturnType<typeof passportService>>;
 
 export interface Harness {
@@ -42,8 +65,9 @@ export interface Harness {
   client: PassportClient;
   /** A query connection on the passport schema, to look at what a call stored. */
   sql: Kysely<PassportDB>;
-  create(t: Tenant, body: unknown): Promise<passportV1.Passport>;
-  list(t: Tenant, req?: Partial<passportV1.ListPassportsRequest>): Promise<passportV1.ListPassportsResponse>;
+  /** Creates from a body as the gateway has checked its shape: {category, external_id?, data?}. */
+  create(t: Tenant, body: CreateBody): Promise<passportV1.Passport>;
+  list(t: Tenant, req?: ListRequest): Promise<passportV1.ListPassportsResponse>;
   close(): Promise<void>;
 }
 
@@ -63,14 +87,10 @@ export async function startHarness(label: string, options: PassportServiceOption
     client,
     sql: query,
     create: async (t, body) => {
-      const res = await client.createPassport({ bodyJson: JSON.stringify(body) }, { context: context(t) });
+      const res = await client.createPassport(createRequest(body), { context: context(t) });
       return res.passport!;
     },
-    list: (t, req = {}) =>
-      client.listPassports(
-        { limit: "", cursor: "", status: "", category: "", updatedSince: "", ...req },
-        { context: context(t) },
-      ),
+    list: (t, req = {}) => client.listPassports(req, { context: context(t) }),
     close: async () => {
       await query.destroy();
       await service.close();

@@ -1,5 +1,5 @@
 import type { CallContext, Logger } from "@dpp/kit";
-import type { eventsV1 } from "@dpp/proto";
+import { timestampFromDate, type eventsV1 } from "@dpp/proto";
 import { readFeedCursor } from "../domain";
 import type { FeedEvent, FeedQuery } from "../store/events.repository";
 import { createEventsRpc, toProtoEvent } from "./events.rpc";
@@ -22,7 +22,7 @@ const call = (ctx: CallContext["ctx"]): CallContext => ({
   cancelled: () => false,
 });
 const req = (r: Partial<eventsV1.ListEventsRequest>) =>
-  ({ limit: "", cursor: "", types: [], ...r }) as eventsV1.ListEventsRequest;
+  ({ limit: 0, cursor: "", types: [], ...r }) as eventsV1.ListEventsRequest;
 
 describe("toProtoEvent", () => {
   it("maps a stored event to the message", () => {
@@ -31,9 +31,8 @@ describe("toProtoEvent", () => {
       organizationId: "org_1",
       type: "passport.published",
       livemode: true,
-      createdAt: "2026-11-21T10:00:00.500Z",
+      createdAt: timestampFromDate(new Date("2026-11-21T10:00:00.5Z")),
       relatedJson: '{"object":"passport","id":"pp_1"}',
-      sequence: 7n,
     });
   });
 });
@@ -49,12 +48,12 @@ describe("listEvents", () => {
         return { events: [feedEvent(4), feedEvent(5)], hasMore: true };
       },
     });
-    const res = await rpc.listEvents(req({ limit: "2", types: ["passport.published"] }), call(tenantCtx));
+    const res = await rpc.listEvents(req({ limit: 2, types: ["passport.published"] }), call(tenantCtx));
     expect(queries).toEqual([
       { tenant: tenantCtx, q: { after: 0, types: ["passport.published"], limit: 2 } satisfies FeedQuery },
     ]);
     expect(res.hasMore).toBe(true);
-    expect(res.events.map((e) => e.sequence)).toEqual([4n, 5n]);
+    expect(res.events.map((e) => e.id)).toEqual(["evt_4", "evt_5"]);
     expect(readFeedCursor({ types: ["passport.published"] }, res.nextCursor)).toBe(5);
   });
 

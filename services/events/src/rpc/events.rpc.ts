@@ -1,11 +1,11 @@
 /** EventsService: thin handlers; the rules live in ../domain, the queries in ../store. */
-import { isoTime } from "@dpp/contract";
-import { parseLimit, requireTenant, type CallContext } from "@dpp/kit";
-import type { eventsV1 } from "@dpp/proto";
+import { DEFAULT_LIMIT, MAX_LIMIT, requireTenant, type CallContext } from "@dpp/kit";
+import { timestampFromDate, type eventsV1 } from "@dpp/proto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { feedCursor, normalizeTypeFilter, readFeedCursor } from "../domain";
 import type { EventsRepository, FeedEvent } from "../store/events.repository";
 
-type EventInit = Omit<eventsV1.Event, "$typeName" | "$unknown">;
+type EventInit = MessageInitShape<typeof eventsV1.EventSchema>;
 type ListEventsResult = { events: EventInit[]; hasMore: boolean; nextCursor: string };
 
 export function toProtoEvent(e: FeedEvent): EventInit {
@@ -14,9 +14,8 @@ export function toProtoEvent(e: FeedEvent): EventInit {
     organizationId: e.organizationId,
     type: e.type,
     livemode: e.livemode,
-    createdAt: isoTime(e.createdAt),
+    createdAt: timestampFromDate(e.createdAt),
     relatedJson: JSON.stringify(e.related),
-    sequence: BigInt(e.sequence),
   };
 }
 
@@ -24,7 +23,8 @@ export function createEventsRpc(repo: Pick<EventsRepository, "list">) {
   return {
     async listEvents(req: eventsV1.ListEventsRequest, call: CallContext): Promise<ListEventsResult> {
       const tenant = requireTenant(call.ctx);
-      const limit = parseLimit(req.limit);
+      // Checked by the gateway (1..MAX_LIMIT); 0 means the default.
+      const limit = req.limit > 0 ? Math.min(req.limit, MAX_LIMIT) : DEFAULT_LIMIT;
       const filters = { types: normalizeTypeFilter(req.types) };
       const after = readFeedCursor(filters, req.cursor);
       const page = await repo.list(tenant, { after, types: filters.types, limit });

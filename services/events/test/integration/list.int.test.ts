@@ -43,7 +43,7 @@ describe("ListEvents type filter", () => {
   it("filters on one type, keeping feed sequences", async () => {
     const page = await h.list(t, { types: ["passport.published"] });
     expect(page.events.map((e) => e.id)).toEqual([sent[2]!.id, sent[5]!.id]);
-    expect(page.events.map((e) => e.sequence)).toEqual([3n, 6n]);
+    expect(await h.sequences(page.events)).toEqual([3, 6]);
     expect(page.hasMore).toBe(false);
   });
 
@@ -54,7 +54,7 @@ describe("ListEvents type filter", () => {
       "passport.published",
       "passport.published",
     ]);
-    expect(page.events.map((e) => e.sequence)).toEqual([1n, 3n, 6n]);
+    expect(await h.sequences(page.events)).toEqual([1, 3, 6]);
   });
 
   it("returns nothing for a type that never occurred, with a cursor", async () => {
@@ -66,16 +66,16 @@ describe("ListEvents type filter", () => {
 
   it("pages a filtered feed with its cursor", async () => {
     const filter = ["passport.updated", "passport.published"];
-    const p1 = await h.list(t, { types: filter, limit: "3" });
-    expect(p1.events.map((e) => e.sequence)).toEqual([2n, 3n, 4n]);
+    const p1 = await h.list(t, { types: filter, limit: 3 });
+    expect(await h.sequences(p1.events)).toEqual([2, 3, 4]);
     expect(p1.hasMore).toBe(true);
     // The same set of types in another order and repeated is the same filter.
     const p2 = await h.list(t, {
       types: ["passport.published", "passport.updated", "passport.updated"],
-      limit: "3",
+      limit: 3,
       cursor: p1.nextCursor,
     });
-    expect(p2.events.map((e) => e.sequence)).toEqual([6n]);
+    expect(await h.sequences(p2.events)).toEqual([6]);
     expect(p2.hasMore).toBe(false);
   });
 
@@ -104,7 +104,7 @@ describe("ListEvents paging", () => {
     const hasMore: boolean[] = [];
     let cursor = "";
     for (let i = 0; i < 10; i++) {
-      const page = await h.list(t, { limit: "3", cursor });
+      const page = await h.list(t, { limit: 3, cursor });
       seen.push(...page.events.map((e) => e.id));
       hasMore.push(page.hasMore);
       expect(page.nextCursor).not.toBe("");
@@ -115,18 +115,16 @@ describe("ListEvents paging", () => {
     expect(seen).toEqual(sent.map((e) => e.id));
 
     // The last page's cursor reads forward: nothing yet, then only the new events.
-    const empty = await h.list(t, { limit: "3", cursor });
+    const empty = await h.list(t, { limit: 3, cursor });
     expect(empty.events).toEqual([]);
     expect(empty.hasMore).toBe(false);
     expect(empty.nextCursor).not.toBe("");
     const later = [domainEvent(t), domainEvent(t)];
     await h.publish(...later);
     await h.waitForFeed(t, 9);
-    const fresh = await h.list(t, { limit: "3", cursor: empty.nextCursor });
-    expect(fresh.events.map((e) => [e.id, e.sequence])).toEqual([
-      [later[0]!.id, 8n],
-      [later[1]!.id, 9n],
-    ]);
+    const fresh = await h.list(t, { limit: 3, cursor: empty.nextCursor });
+    expect(fresh.events.map((e) => e.id)).toEqual([later[0]!.id, later[1]!.id]);
+    expect(await h.sequences(fresh.events)).toEqual([8, 9]);
     expect(fresh.hasMore).toBe(false);
   });
 
@@ -134,7 +132,7 @@ describe("ListEvents paging", () => {
     const t = tenant();
     await h.publish(domainEvent(t), domainEvent(t));
     await h.waitForFeed(t, 2);
-    const page = await h.list(t, { limit: "2" });
+    const page = await h.list(t, { limit: 2 });
     expect(page.events).toHaveLength(2);
     expect(page.hasMore).toBe(false);
   });
@@ -159,7 +157,7 @@ describe("ListEvents paging", () => {
     await h.publish(domainEvent(live), domainEvent(live), domainEvent(test));
     await h.waitForFeed(live, 2);
     await h.waitForFeed(test, 1);
-    const first = await h.list(test, { limit: "1" });
+    const first = await h.list(test, { limit: 1 });
     const rest = await h.list(test, { cursor: first.nextCursor });
     expect(rest.events).toEqual([]);
     expect((await h.list(test)).events.every((e) => !e.livemode)).toBe(true);
@@ -191,15 +189,6 @@ describe("ListEvents refusals", () => {
   ])("refuses a malformed cursor %j", async (cursor) => {
     expect((await rejection(h.list(t, { cursor }))).code).toBe("cursor_invalid");
   });
-
-  it.each([["0"], ["-1"], ["abc"], ["101"], ["1.5"]])(
-    "refuses limit %j with invalid_request",
-    async (limit) => {
-      const err = await rejection(h.list(t, { limit }));
-      expect(err.code).toBe("invalid_request");
-      expect(err.details).toMatchObject({ issues: [{ source: { parameter: "limit" } }] });
-    },
-  );
 
   it("answers configuration_error without a tenant context", async () => {
     const err = await rejection(h.client.listEvents({}, { context: { requestId: "req_no_tenant" } }));

@@ -23,7 +23,7 @@ function token(t: Tenant, privateKey = h.service.callerKeys.privateKey): string 
 }
 
 const list = (md: ReturnType<typeof metadataOf>) =>
-  rawUnaryCall(h.service.address, S, "listEvents", { limit: "100" }, md);
+  rawUnaryCall(h.service.address, S, "listEvents", { limit: 100 }, md);
 
 beforeAll(async () => {
   h = await startHarness("events_trust");

@@ -45,10 +45,12 @@ export interface RouteSpec {
   conditional?: boolean;
 }
 
-/** Expected-Version / If-Match of a `conditional` route, syntax already checked. */
+/**
+ * Expected-Version of a `conditional` route, syntax already checked. If-Match (only `*`) is checked and asks
+ * nothing more: every conditional operation needs the passport to exist.
+ */
 export interface Conditional {
   expectedVersion?: number;
-  ifMatchAny: boolean;
 }
 
 /** What a handler is given: the request as parsed and checked by the middleware chain. */

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { sql } from "kysely";
 import { ApiError } from "@dpp/contract";
+import { invalidParameter, validationFailed } from "@dpp/contract";
 import {
   createLogger,
   fromServiceError,
@@ -17,7 +18,7 @@ import {
   type CallOptions,
   type RequestContext,
 } from "@dpp/kit";
-import type { eventsV1, passportV1 } from "@dpp/proto";
+import { passportV1, timestampFromDate, type eventsV1 } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
 import { gatewayModules, type ModuleDeps } from "../../src/modules";
@@ -28,17 +29,19 @@ const DOCS = "https://docs.test/errors";
 
 // ---- the fakes -----------------------------------------------------------------------------------
 
+const at = (text: string) => timestampFromDate(new Date(text));
+
 function passportMessage(over: Partial<passportV1.Passport> = {}): passportV1.Passport {
   return {
     $typeName: "dpp.passport.v1.Passport",
     id: "pp_1",
     organizationId: "org_x",
     category: "textile",
-    status: "draft",
+    status: passportV1.PassportStatus.DRAFT,
     version: 1,
     livemode: false,
-    createdAt: "2026-01-02T03:04:05.678Z",
-    updatedAt: "2026-01-02T03:04:05.678Z",
+    createdAt: at("2026-01-02T03:04:05.678Z"),
+    updatedAt: at("2026-01-02T03:04:05.678Z"),
     dataJson: "{}",
     ...over,
   };
@@ -51,9 +54,8 @@ function eventMessage(over: Partial<eventsV1.Event> = {}): eventsV1.Event {
     organizationId: "org_x",
     type: "passport.created",
     livemode: false,
-    createdAt: "2026-01-02T03:04:05.678Z",
+    createdAt: at("2026-01-02T03:04:05.678Z"),
     relatedJson: JSON.stringify({ object: "passport", id: "pp_1" }),
-    sequence: 1n,
     ...over,
   };
 }
@@ -91,6 +93,7 @@ const passport = fake<ModuleDeps["passport"]>([
   "createPassport",
   "getPassport",
   "listPassports",
+  "publishPassport",
 ]);
 const events = fake<ModuleDeps["events"]>(["listEvents"]);
 
@@ -211,7 +214,7 @@ describe("passport JSON", () => {
         gtin: "04006381333931",
         externalId: "SKU-1",
         version: 3,
-        publishedAt: "2026-02-01T00:00:00.000Z",
+        publishedAt: at("2026-02-01T00:00:00Z"),
         dataJson: JSON.stringify({
           product_name: "Shirt",
           material_composition: [{ fiber: "cotton", percentage: 100 }],
@@ -262,7 +265,7 @@ describe("passport JSON", () => {
     expect(ctx.keyId).not.toBe(keys.testId);
   });
 
-  it("creates with 201 and hands the body to the service as JSON text", async () => {
+  it("creates with 201 and hands the body's members to the service as fields, data as JSON text", async () => {
     answers.set("createPassport", () => ({ passport: passportMessage({ organizationId: org.id }) }));
     const body = { category: "textile", external_id: "A", data: { product_name: "x", note: null } };
     const res = await request(passports(), { key: keys.test, body });
@@ -272,7 +275,17 @@ describe("passport JSON", () => {
       name: `organizations/${org.id}/passports/pp_1`,
       gtin: null,
     });
-    expect(calls[0]!.req).toEqual({ bodyJson: JSON.stringify(body) });
+    expect(calls[0]!.req).toEqual({
+      category: "textile",
+      externalId: "A",
+      dataJson: JSON.stringify(body.data),
+    });
+    // null members are absent members.
+    await request(passports(), {
+      key: keys.test,
+      body: { category: "general", external_id: null, data: null },
+    });
+    expect(calls[1]!.req).toEqual({ category: "general", dataJson: "" });
   });
 
   it("maps lists, categories and events", async () => {
@@ -456,9 +469,15 @@ describe("HTTP hygiene", () => {
       contentType: "application/json; charset=utf-8",
     });
     expect(res.status).toBe(201);
+    // An empty body is {}: its missing category is refused, after the service had its say on the rest.
     const empty = await request(passports(), { key: keys.test, method: "POST" });
-    expect(empty.status).toBe(201);
-    expect(calls.map((c) => c.req)).toEqual([{ bodyJson: '{"category":"textile"}' }, { bodyJson: "{}" }]);
+    expect(expectEnvelope(empty, 422, "validation_failed").details.issues).toEqual([
+      { source: { pointer: "/category" }, rule: "required", message: "category is required." },
+    ]);
+    expect(calls.map((c) => c.req)).toEqual([
+      { category: "textile", dataJson: "" },
+      { category: "", dataJson: "", validateOnly: true },
+    ]);
   });
 
   it("refuses a body over the route's ceiling with 413 and details.limit_bytes", async () => {
@@ -519,14 +538,19 @@ describe("query parameters", () => {
       "limit=5&cursor=abc_DEF-1&status=draft&category=textile&updated_since=2025-01-01T00%3A00%3A00%2B02%3A00";
     expect((await request(`${passports()}?${q}`, { key: keys.test })).status).toBe(200);
     expect(calls[0]!.req).toEqual({
-      limit: "5",
+      limit: 5,
       cursor: "abc_DEF-1",
-      status: "draft",
+      status: passportV1.PassportStatus.DRAFT,
       category: "textile",
-      updatedSince: "2025-01-01T00:00:00+02:00",
+      updatedSince: at("2024-12-31T22:00:00Z"),
     });
     await request(passports(), { key: keys.test });
-    expect(calls[1]!.req).toEqual({ limit: "", cursor: "", status: "", category: "", updatedSince: "" });
+    expect(calls[1]!.req).toEqual({
+      limit: 20,
+      cursor: "",
+      status: passportV1.PassportStatus.UNSPECIFIED,
+      category: "",
+    });
   });
 
   it("passes a repeated type of the events feed as a list", async () => {
@@ -538,9 +562,9 @@ describe("query parameters", () => {
     await request(`${feed}?type=passport.published`, { key: keys.test });
     await request(feed, { key: keys.test });
     expect(calls.map((c) => c.req)).toEqual([
-      { limit: "10", cursor: "c1", types: ["passport.created", "passport.updated"] },
-      { limit: "", cursor: "", types: ["passport.published"] },
-      { limit: "", cursor: "", types: [] },
+      { limit: 10, cursor: "c1", types: ["passport.created", "passport.updated"] },
+      { limit: 20, cursor: "", types: ["passport.published"] },
+      { limit: 20, cursor: "", types: [] },
     ]);
   });
 
@@ -556,6 +580,165 @@ describe("query parameters", () => {
       { source: { parameter }, rule: "single_value", message: `${parameter} may be given once.` },
     ]);
     expect(calls).toEqual([]);
+  });
+});
+
+describe("typed requests: the edge checks the syntax, the service the rest", () => {
+  const issue = (pointer: string, rule: string, message: string) => ({ source: { pointer }, rule, message });
+
+  it("lists the edge's and the service's issues of a create body member by member, as one check would", async () => {
+    answers.set("createPassport", () => {
+      throw viaGrpc(
+        validationFailed([
+          issue(
+            "/category",
+            "unknown_category",
+            "spaceship is not a category; GET /v1/categories lists them.",
+          ),
+          // The service checked data as {}: the edge refused that member itself, so this one goes.
+          issue("/data/product_name", "required", "product_name is required."),
+        ]),
+      );
+    });
+    const res = await request(passports(), {
+      key: keys.test,
+      body: { data: 5, extra: true, category: "spaceship", external_id: 7, "a/b": 1 },
+    });
+    const e = expectEnvelope(res, 422, "validation_failed");
+    expect(e.details.issues).toEqual([
+      issue("/extra", "unknown_field", "extra is not a field of this body."),
+      issue("/a~1b", "unknown_field", "a/b is not a field of this body."),
+      issue("/category", "unknown_category", "spaceship is not a category; GET /v1/categories lists them."),
+      issue("/external_id", "type", "external_id must be a string."),
+      issue("/data", "type", "data must be an object."),
+    ]);
+    expect(e.message).toBe("The request body failed validation (5 issues at /extra).");
+    // The service was asked to check what passed the edge, and to write nothing.
+    expect(calls.map((c) => c.req)).toEqual([{ category: "spaceship", dataJson: "", validateOnly: true }]);
+  });
+
+  it("answers the edge's issues alone when the service finds none", async () => {
+    answers.set("createPassport", () => ({}));
+    const res = await request(passports(), { key: keys.test, body: { category: 7 } });
+    expect(expectEnvelope(res, 422, "validation_failed")).toMatchObject({
+      message: "The request body failed validation (1 issue at /category).",
+      details: { issues: [issue("/category", "type", "category must be a string.")] },
+    });
+  });
+
+  it("answers a refusal the service makes before looking at the body, such as the plan's", async () => {
+    answers.set("createPassport", () => {
+      throw viaGrpc(new ApiError("payment_overdue", undefined, { plan_id: "pro" }));
+    });
+    const res = await request(passports(), { key: keys.live, body: { category: 7 } });
+    expect(expectEnvelope(res, 402, "payment_overdue").details).toEqual({ plan_id: "pro" });
+  });
+
+  it.each([
+    ["status", "status=archived"],
+    ["updated_since", "updated_since=yesterday"],
+    ["updated_since", "updated_since=2025-13-45T00:00:00Z"],
+    ["updated_since", "updated_since=2025-01-01"],
+    // RFC 3339 needs an offset: without one the instant would depend on the server's time zone.
+    ["updated_since", "updated_since=2025-01-01T00:00:00"],
+    // A day the month does not have is refused, not rolled over into the next month.
+    ["updated_since", "updated_since=2025-02-30T00:00:00Z"],
+    ["limit", "limit=0"],
+    ["limit", "limit=101"],
+    ["limit", "limit=ten"],
+    ["limit", "limit=-1"],
+  ])("refuses a bad %s of the passport list as invalid_request naming it (%s)", async (parameter, q) => {
+    const res = await request(`${passports()}?${q}`, { key: keys.test });
+    const e = expectEnvelope(res, 400, "invalid_request");
+    expect(e.details.issues.map((i: { source: { parameter: string } }) => i.source.parameter)).toEqual([
+      parameter,
+    ]);
+    expect(calls).toEqual([]);
+  });
+
+  it("checks a list's category before its updated_since, as the spec orders them", async () => {
+    const unknown = invalidParameter("category", "unknown_category", "spaceship is not a category.");
+    answers.set("listPassports", () => {
+      throw viaGrpc(unknown);
+    });
+    const bad = await request(`${passports()}?category=spaceship&updated_since=yesterday&limit=5&cursor=c`, {
+      key: keys.test,
+    });
+    expect(expectEnvelope(bad, 400, "invalid_request").details).toEqual(unknown.details);
+    expect(calls.map((c) => c.req)).toEqual([
+      {
+        limit: 5,
+        status: passportV1.PassportStatus.UNSPECIFIED,
+        category: "spaceship",
+        validateOnly: true,
+      },
+    ]);
+
+    answers.set("listPassports", () => ({ passports: [], hasMore: false, nextCursor: "" }));
+    const since = await request(`${passports()}?category=textile&updated_since=yesterday`, {
+      key: keys.test,
+    });
+    expect(expectEnvelope(since, 400, "invalid_request").details.issues[0].source).toEqual({
+      parameter: "updated_since",
+    });
+    calls.length = 0;
+    await request(`${passports()}?updated_since=yesterday`, { key: keys.test });
+    expect(calls).toEqual([]);
+  });
+
+  it.each([["0"], ["-1"], ["abc"], ["101"], ["1.5"]])(
+    "refuses limit %j of the events feed with invalid_request",
+    async (limit) => {
+      const res = await request(`/v1/organizations/${org.id}/events?limit=${limit}`, { key: keys.test });
+      expect(expectEnvelope(res, 400, "invalid_request").details).toMatchObject({
+        issues: [{ source: { parameter: "limit" } }],
+      });
+      expect(calls).toEqual([]);
+    },
+  );
+
+  it("answers a publish that a person must approve with 202 human_approval_required", async () => {
+    answers.set("publishPassport", () => ({
+      outcome: {
+        case: "approvalRequired",
+        value: { passportId: "pp_1", approvalId: "pa_1", reviewUrl: "https://app.test/approvals/pa_1" },
+      },
+    }));
+    const res = await request(`${passports()}/pp_1/publish`, { key: keys.test, method: "POST" });
+    const e = expectEnvelope(res, 202, "human_approval_required");
+    expect(e.message).toBe(
+      "A connector asked to publish: a person at the organization must approve it. Nothing was published.",
+    );
+    expect(e.details).toEqual({
+      passport_id: "pp_1",
+      approval_id: "pa_1",
+      review_url: "https://app.test/approvals/pa_1",
+    });
+    expect(calls[0]!.req).toEqual({ id: "pp_1" });
+  });
+
+  it("answers a publish with the passport and its warnings, the fingerprint passed as a field", async () => {
+    answers.set("publishPassport", () => ({
+      outcome: {
+        case: "published",
+        value: {
+          passport: passportMessage({ status: passportV1.PassportStatus.PUBLISHED, version: 2 }),
+          warnings: [{ code: "environmental_claim_detected", message: "m", docUrl: "d", pointer: "" }],
+        },
+      },
+    }));
+    const fingerprint = "ab".repeat(32);
+    const res = await request(`${passports()}/pp_1/publish`, {
+      key: keys.test,
+      body: { variant_review_fingerprint: fingerprint },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: "published",
+      version: 2,
+      warnings: [{ code: "environmental_claim_detected", message: "m", doc_url: "d", pointer: null }],
+    });
+    expect(calls[0]!.req).toEqual({ id: "pp_1", variantReviewFingerprint: fingerprint });
   });
 });
 

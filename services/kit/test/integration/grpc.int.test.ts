@@ -146,7 +146,7 @@ describe("gRPC server and client", () => {
         id,
         organizationId: "org_acme",
         category: "apparel",
-        status: "draft",
+        status: passportV1.PassportStatus.DRAFT,
         version: 3,
         dataJson: "{}",
       },
@@ -208,7 +208,7 @@ describe("gRPC server and client", () => {
 
   it("passes a synchronous throw and validation issues through as well", async () => {
     const issues = [{ source: { pointer: "/data/weight" }, rule: "type" }];
-    const err1 = await rejection(passport.createPassport({ bodyJson: "{}" }, { context }));
+    const err1 = await rejection(passport.createPassport({ category: "textile" }, { context }));
     expect(err1.code).toBe("resource_not_found");
     onGet = async () => {
       throw new ApiError("validation_failed", undefined, { issues });
@@ -326,7 +326,7 @@ describe("graceful shutdown", () => {
       onGet = async (id) => {
         entered = true;
         await gate;
-        return { passport: { id, status: "draft" } };
+        return { passport: { id, status: passportV1.PassportStatus.DRAFT } };
       };
       const inFlight = passport.getPassport({ id: "pp_inflight" }, { context, deadlineMs: 10_000 });
       await eventually(async () => (entered ? true : undefined), 3000);

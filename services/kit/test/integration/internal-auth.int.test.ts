@@ -69,11 +69,23 @@ const impl: ImplOf<typeof passportV1.PassportService> = {
   ...notHere,
   getPassport: (req, call) => {
     record("GetPassport", call);
-    return { passport: { id: req.id, organizationId: call.ctx.organizationId ?? "", status: "draft" } };
+    return {
+      passport: {
+        id: req.id,
+        organizationId: call.ctx.organizationId ?? "",
+        status: passportV1.PassportStatus.DRAFT,
+      },
+    };
   },
   createPassport: (_req, call) => {
     record("CreatePassport", call);
-    return { passport: { id: "pp_new", organizationId: call.ctx.organizationId ?? "", status: "draft" } };
+    return {
+      passport: {
+        id: "pp_new",
+        organizationId: call.ctx.organizationId ?? "",
+        status: passportV1.PassportStatus.DRAFT,
+      },
+    };
   },
 };
 
@@ -106,7 +118,7 @@ function rawCall(
   method: "getPassport" | "createPassport",
   md: grpc.Metadata,
 ): Promise<{ ok: true } | { ok: false; err: grpc.ServiceError }> {
-  const req = method === "getPassport" ? { id: "pp_of_b" } : { bodyJson: '{"category":"apparel"}' };
+  const req = method === "getPassport" ? { id: "pp_of_b" } : { category: "apparel" };
   return new Promise((resolve) =>
     client[method](req, md, { deadline: Date.now() + 3000 }, (e) =>
       resolve(e ? { ok: false, err: e } : { ok: true }),
@@ -262,7 +274,7 @@ describe("the trust check of a gRPC service", () => {
       const res = await passport.getPassport({ id: "pp_1" }, { context: orgA });
       expect(res.passport?.organizationId).toBe("org_a");
       await asAdmin.createPassport(
-        { bodyJson: "{}" },
+        { category: "textile" },
         { context: { requestId: "req_admin", organizationId: "org_a", livemode: true } },
       );
       expect(runs).toEqual([

@@ -1,16 +1,35 @@
 /** POST .../passports: a draft at version 1, its lead GTIN claimed and passport.created, in one transaction. */
 import { ApiError, domainEvent, newId, passportRelated } from "@dpp/contract";
-import { requireTenant, type RequestContext } from "@dpp/kit";
+import { requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
 import { UniqueConflict, type PassportRow } from "../store";
-import { parseCreateBody } from "../domain/create-passport";
+import { parseNewPassport, type NewPassport } from "../domain/create-passport";
 import { parseJsonBody } from "../domain/json-body";
 import { assertLiveWriteAllowed } from "../domain/plan-rules";
 import type { PassportApp } from "./deps";
 import { claimLeadGtin } from "./gtin-claims";
 
 export interface CreateInput {
-  /** The request body as JSON text. */
-  bodyJson: string;
+  category: string;
+  externalId?: string;
+  /** The passport document `data` as JSON object text; empty for none. */
+  dataJson: string;
+}
+
+/** The checks of a create, in the order a client sees them: the plan's refusal of live writes, then the fields. */
+function checkCreate(ctx: RequestContext, input: CreateInput): { t: TenantContext; p: NewPassport } {
+  const t = requireTenant(ctx);
+  assertLiveWriteAllowed(ctx);
+  const p = parseNewPassport({
+    category: input.category,
+    externalId: input.externalId,
+    data: parseJsonBody(input.dataJson),
+  });
+  return { t, p };
+}
+
+/** Everything a create would refuse, without writing anything. */
+export function checkCreatePassport(ctx: RequestContext, input: CreateInput): void {
+  checkCreate(ctx, input);
 }
 
 export async function createPassport(
@@ -18,9 +37,7 @@ export async function createPassport(
   ctx: RequestContext,
   input: CreateInput,
 ): Promise<PassportRow> {
-  const t = requireTenant(ctx);
-  assertLiveWriteAllowed(ctx);
-  const p = parseCreateBody(parseJsonBody(input.bodyJson));
+  const { t, p } = checkCreate(ctx, input);
   const id = newId("pp");
   let row: PassportRow;
   try {

@@ -6,8 +6,15 @@
 import type { RequestContext } from "@dpp/kit";
 import type { PassportApp } from "./deps";
 import { getCategory, listCategories } from "./categories";
-import { createPassport, type CreateInput } from "./create";
-import { getPassport, getPassportLinks, getUsage, listPassports, type ListQueryInput } from "./read";
+import { checkCreatePassport, createPassport, type CreateInput } from "./create";
+import {
+  checkListQuery,
+  getPassport,
+  getPassportLinks,
+  getUsage,
+  listPassports,
+  type ListQueryInput,
+} from "./read";
 import { updatePassport, type UpdateInput } from "./update";
 import { publishPassport, transitionPassport, type PublishInput, type TransitionInput } from "./lifecycle";
 import { validatePassport, type ValidateInput } from "./validation";
@@ -18,7 +25,8 @@ export type { PassportRow } from "../store";
 export type { ValidationRecord } from "./validation";
 export type { Warning } from "./publish-conditions";
 export type { HeldClaim } from "./gtin-claims";
-export type { TransitionInput } from "./lifecycle";
+export type { PublishOutcome, TransitionInput } from "./lifecycle";
+export type { PassportStatus } from "../domain/lifecycle";
 export type { CategoryDefinition } from "../domain/categories";
 export type { Links } from "../domain/links";
 
@@ -26,8 +34,10 @@ export function passportUseCases(app: PassportApp) {
   return {
     listCategories: () => listCategories(),
     getCategory: (category: string) => getCategory(category),
+    checkCreatePassport: (ctx: RequestContext, input: CreateInput) => checkCreatePassport(ctx, input),
     createPassport: (ctx: RequestContext, input: CreateInput) => createPassport(app, ctx, input),
     getPassport: (ctx: RequestContext, id: string) => getPassport(app, ctx, id),
+    checkListQuery: (ctx: RequestContext, input: ListQueryInput) => checkListQuery(ctx, input),
     listPassports: (ctx: RequestContext, input: ListQueryInput) => listPassports(app, ctx, input),
     updatePassport: (ctx: RequestContext, input: UpdateInput) => updatePassport(app, ctx, input),
     publishPassport: (ctx: RequestContext, input: PublishInput) => publishPassport(app, ctx, input),

@@ -9,8 +9,6 @@ import { requireTenant, type RequestContext } from "@dpp/kit";
 import type { PassportRow } from "../store";
 import { TRANSITIONS, transitionRefusal, type TransitionName } from "../domain/lifecycle";
 import { liveWriteRefusal } from "../domain/plan-rules";
-import { parsePublishBody } from "../domain/update-passport";
-import { parseOptionalJson } from "../domain/json-body";
 import type { PassportApp } from "./deps";
 import { claimLeadGtin } from "./gtin-claims";
 import { lockPassport, writeVersioned } from "./passport-access";
@@ -25,10 +23,15 @@ export type TransitionInput = {
 
 export interface PublishInput {
   id: string;
-  /** The optional body ({variant_review_fingerprint}) as JSON text; empty when none. */
-  bodyJson: string;
+  /** From the optional body: the reviewed variants' fingerprint (syntax checked by the gateway). */
+  variantReviewFingerprint?: string;
   expectedVersion?: number;
 }
+
+/** What a publish did: published, or (asked by a connector) recorded an approval a person must give. */
+export type PublishOutcome =
+  | { kind: "published"; row: PassportRow; warnings: Warning[] }
+  | { kind: "approval_required"; passportId: string; approvalId: string; reviewUrl: string };
 
 /** API transitions are live writes subject to the plan; platform operations are not (they may be the plan's doing). */
 export async function transitionPassport(
@@ -65,15 +68,15 @@ export async function transitionPassport(
 
 /**
  * Publishes when every condition holds. A connector's publish records a publish approval instead (committed)
- * and answers human_approval_required: a person must approve it.
+ * and answers that a person must approve it: nothing is published.
  */
 export async function publishPassport(
   app: PassportApp,
   ctx: RequestContext,
   input: PublishInput,
-): Promise<{ row: PassportRow; warnings: Warning[] }> {
+): Promise<PublishOutcome> {
   const { id, expectedVersion } = input;
-  const body = parsePublishBody(parseOptionalJson(input.bodyJson));
+  const body = { variantReviewFingerprint: input.variantReviewFingerprint };
   const t = requireTenant(ctx);
   const outcome = await app.store.transaction(async (tx) => {
     const current = await lockPassport(tx, t, id);
@@ -89,7 +92,7 @@ export async function publishPassport(
         requested_by_key_id: ctx.keyId ?? null,
         variant_review_fingerprint: body.variantReviewFingerprint ?? null,
       });
-      return { approvalId } as const;
+      return { kind: "approval", approvalId } as const;
     }
     if (current.gtin) await claimLeadGtin(tx, t, current.gtin, id);
     const updated = await writeVersioned(
@@ -100,16 +103,12 @@ export async function publishPassport(
       "passport.published",
       expectedVersion,
     );
-    return { row: updated } as const;
+    return { kind: "published", row: updated } as const;
   });
-  if ("approvalId" in outcome) {
+  if (outcome.kind === "approval") {
     const reviewUrl = `${app.reviewBaseUrl}/organizations/${encodeURIComponent(t.organizationId)}/publish-approvals/${outcome.approvalId}`;
-    throw new ApiError(
-      "human_approval_required",
-      "A connector asked to publish: a person at the organization must approve it. Nothing was published.",
-      { passport_id: id, approval_id: outcome.approvalId, review_url: reviewUrl },
-    );
+    return { kind: "approval_required", passportId: id, approvalId: outcome.approvalId, reviewUrl };
   }
   app.onCommitted();
-  return { row: outcome.row, warnings: publishWarnings(app, outcome.row) };
+  return { kind: "published", row: outcome.row, warnings: publishWarnings(app, outcome.row) };
 }

@@ -21,6 +21,12 @@ export async function getPassport(app: PassportApp, ctx: RequestContext, id: str
   return findPassport(app.store, t, id);
 }
 
+/** Everything a list would refuse (the category, the cursor), without reading anything. */
+export function checkListQuery(ctx: RequestContext, input: ListQueryInput): void {
+  requireTenant(ctx);
+  parseListQuery(input);
+}
+
 /** Newest first; the cursor carries the filters it was issued for. */
 export async function listPassports(
   app: PassportApp,

@@ -2,16 +2,14 @@
 import { newId, type Issue } from "@dpp/contract";
 import { requireTenant, type RequestContext } from "@dpp/kit";
 import { findCategory } from "../domain/categories";
-import { parseValidateBody } from "../domain/update-passport";
-import { parseOptionalJson } from "../domain/json-body";
 import type { PassportApp } from "./deps";
 import { findPassport } from "./passport-access";
 import { publishBlockers, publishWarnings } from "./publish-conditions";
 
 export interface ValidateInput {
   id: string;
-  /** The optional body ({dry_run}) as JSON text; empty when none. */
-  bodyJson: string;
+  /** From the optional body: check without keeping the record. */
+  dryRun: boolean;
 }
 
 export interface ValidationIssue {
@@ -42,8 +40,7 @@ export async function validatePassport(
   ctx: RequestContext,
   input: ValidateInput,
 ): Promise<ValidationRecord> {
-  const { id } = input;
-  const { dryRun } = parseValidateBody(parseOptionalJson(input.bodyJson));
+  const { id, dryRun } = input;
   const t = requireTenant(ctx);
   return app.store.transaction(async (tx) => {
     const row = await findPassport(tx, t, id);

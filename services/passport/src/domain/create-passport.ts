@@ -1,8 +1,20 @@
-/** Rules for POST .../passports: the body's shape, its data, and what is derived from it. */
-import { pointerToken, validationFailed, type Issue } from "@dpp/contract";
+/**
+ * Rules for POST .../passports: the fields of a create and what is derived from them. The body's shape (known
+ * members, category a string, external_id a string, data an object) is the gateway's to check; these are the
+ * rules that need the categories and their field schemas.
+ */
+import { validationFailed, type Issue } from "@dpp/contract";
 import { findCategory } from "./categories";
 import { validatePassportData } from "./validate";
 import { normalizeGtin } from "./gtin";
+
+export interface NewPassportFields {
+  category: string;
+  /** Absent when the body has none. */
+  externalId?: string;
+  /** The `data` member as parsed from its JSON text; undefined when the body has none. */
+  data?: unknown;
+}
 
 export interface NewPassport {
   category: string;
@@ -13,59 +25,35 @@ export interface NewPassport {
   serialNumber: string | null;
 }
 
-const BODY_KEYS = new Set(["category", "external_id", "data"]);
 export const MAX_IDENTIFIER_LENGTH = 255;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-/** Parses and validates a create body; throws validation_failed listing every issue. */
-export function parseCreateBody(body: unknown): NewPassport {
+/** Checks the fields of a create; throws validation_failed listing every issue, with JSON Pointers into the body. */
+export function parseNewPassport(fields: NewPassportFields): NewPassport {
   const issues: Issue[] = [];
-  if (!isObject(body))
-    throw validationFailed([{ source: { pointer: "" }, rule: "type", message: "expected an object" }]);
-  for (const key of Object.keys(body))
-    if (!BODY_KEYS.has(key))
-      issues.push({
-        source: { pointer: `/${pointerToken(key)}` },
-        rule: "unknown_field",
-        message: `${key} is not a field of this body.`,
-      });
-
-  const category = body.category;
-  if (category === undefined || category === null)
-    issues.push({ source: { pointer: "/category" }, rule: "required", message: "category is required." });
-  else if (typeof category !== "string")
-    issues.push({ source: { pointer: "/category" }, rule: "type", message: "category must be a string." });
-  else if (!findCategory(category))
+  const { category, externalId } = fields;
+  const known = findCategory(category) !== undefined;
+  if (!known)
     issues.push({
       source: { pointer: "/category" },
       rule: "unknown_category",
       message: `${category} is not a category; GET /v1/categories lists them.`,
     });
 
-  const externalId = body.external_id;
-  if (externalId !== undefined && externalId !== null) {
-    if (typeof externalId !== "string")
-      issues.push({
-        source: { pointer: "/external_id" },
-        rule: "type",
-        message: "external_id must be a string.",
-      });
-    else if (externalId.length < 1 || externalId.length > MAX_IDENTIFIER_LENGTH)
-      issues.push({
-        source: { pointer: "/external_id" },
-        rule: "length",
-        message: `external_id must be 1 to ${MAX_IDENTIFIER_LENGTH} characters.`,
-      });
-  }
+  if (externalId !== undefined && (externalId.length < 1 || externalId.length > MAX_IDENTIFIER_LENGTH))
+    issues.push({
+      source: { pointer: "/external_id" },
+      rule: "length",
+      message: `external_id must be 1 to ${MAX_IDENTIFIER_LENGTH} characters.`,
+    });
 
-  const data = body.data === undefined || body.data === null ? {} : body.data;
+  const data = fields.data ?? {};
   if (!isObject(data))
     issues.push({ source: { pointer: "/data" }, rule: "type", message: "data must be an object." });
-  else if (typeof category === "string" && findCategory(category))
-    issues.push(...validatePassportData(category, data));
+  else if (known) issues.push(...validatePassportData(category, data));
 
   if (issues.length) throw validationFailed(issues);
 
@@ -76,8 +64,8 @@ export function parseCreateBody(body: unknown): NewPassport {
     doc.gtin = gtin;
   }
   return {
-    category: category as string,
-    externalId: (externalId as string | undefined) ?? null,
+    category,
+    externalId: externalId ?? null,
     data: doc,
     gtin,
     serialNumber: typeof doc.serial_number === "string" ? doc.serial_number : null,

@@ -1,5 +1,5 @@
 import { ApiError } from "@dpp/contract";
-import { applyPassportPatch, parsePatchBody, parsePublishBody, parseValidateBody } from "./update-passport";
+import { applyPassportPatch, parsePatchBody } from "./update-passport";
 
 const refusal = (fn: () => unknown): ApiError => {
   try {
@@ -71,23 +71,5 @@ describe("applyPassportPatch", () => {
         ["/data/gtin", "gtin_check_digit"],
       ]),
     );
-  });
-});
-
-describe("publish and validate bodies", () => {
-  it("accept their one optional field and refuse others", () => {
-    expect(parsePublishBody(undefined)).toEqual({});
-    expect(parsePublishBody({ variant_review_fingerprint: "ab".repeat(32) })).toEqual({
-      variantReviewFingerprint: "ab".repeat(32),
-    });
-    expect(
-      issues(refusal(() => parsePublishBody({ variant_review_fingerprint: "xyz", force: true }))),
-    ).toEqual([
-      ["/variant_review_fingerprint", "pattern"],
-      ["/force", "unknown_field"],
-    ]);
-    expect(parseValidateBody({ dry_run: true })).toEqual({ dryRun: true });
-    expect(parseValidateBody(undefined)).toEqual({ dryRun: false });
-    expect(issues(refusal(() => parseValidateBody({ dry_run: "yes" })))).toEqual([["/dry_run", "type"]]);
   });
 });

@@ -1,24 +1,63 @@
-/** Use-case results to protobuf messages (camelCase fields, JSON documents as JSON text). */
+/**
+ * The one mapping place between messages and use cases: requests to use-case inputs, results to messages
+ * (camelCase fields, JSON documents as JSON text, instants as google.protobuf.Timestamp, statuses and roles as
+ * enums).
+ */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { passportV1 } from "@dpp/proto";
-import type { CategoryDefinition, HeldClaim, Links, PassportRow, ValidationRecord, Warning } from "../app";
+import { passportV1, timestampDate, timestampFromDate, type Timestamp } from "@dpp/proto";
+import type {
+  CategoryDefinition,
+  HeldClaim,
+  Links,
+  PassportRow,
+  PassportStatus,
+  PublishOutcome,
+  ValidationRecord,
+  Warning,
+} from "../app";
+
+const { PassportStatus: StatusEnum, ValidationSeverity, GtinClaimRole } = passportV1;
+
+const STATUS: Record<PassportStatus, passportV1.PassportStatus> = {
+  draft: StatusEnum.DRAFT,
+  published: StatusEnum.PUBLISHED,
+  deactivated: StatusEnum.DEACTIVATED,
+  trashed: StatusEnum.TRASHED,
+  readonly: StatusEnum.READONLY,
+};
+
+/** A stored status as its enum value; a status the table does not know is a fault, not a value to pass on. */
+export function statusMessage(status: string): passportV1.PassportStatus {
+  const value = STATUS[status as PassportStatus];
+  if (value === undefined) throw new Error(`passport status ${JSON.stringify(status)} has no enum value`);
+  return value;
+}
+
+/** A status filter of a request: undefined for UNSPECIFIED (no filter). */
+export function statusOf(value: passportV1.PassportStatus): PassportStatus | undefined {
+  const entry = Object.entries(STATUS).find(([, v]) => v === value);
+  return entry?.[0] as PassportStatus | undefined;
+}
+
+/** An optional Timestamp of a request as a Date. */
+export const dateOf = (t: Timestamp | undefined): Date | undefined => (t ? timestampDate(t) : undefined);
 
 export function passportMessage(r: PassportRow): MessageInitShape<typeof passportV1.PassportSchema> {
   return {
     id: r.id,
     organizationId: r.organization_id,
     category: r.category,
-    status: r.status,
+    status: statusMessage(r.status),
     gtin: r.gtin ?? undefined,
     serialNumber: r.serial_number ?? undefined,
     externalId: r.external_id ?? undefined,
     version: r.version,
     livemode: r.livemode,
     registryId: r.registry_id ?? undefined,
-    createdAt: r.created_at.toISOString(),
-    updatedAt: r.updated_at.toISOString(),
-    publishedAt: r.published_at?.toISOString(),
-    trashedAt: r.trashed_at?.toISOString(),
+    createdAt: timestampFromDate(r.created_at),
+    updatedAt: timestampFromDate(r.updated_at),
+    publishedAt: r.published_at ? timestampFromDate(r.published_at) : undefined,
+    trashedAt: r.trashed_at ? timestampFromDate(r.trashed_at) : undefined,
     dataJson: JSON.stringify(r.data),
   };
 }
@@ -46,13 +85,37 @@ export function validationMessage(v: ValidationRecord): MessageInitShape<typeof 
     publishable: v.publishable,
     errorCount: v.error_count,
     warningCount: v.warning_count,
-    checkedAt: v.checked_at,
-    issues: v.issues,
+    checkedAt: timestampFromDate(new Date(v.checked_at)),
+    issues: v.issues.map((i) => ({
+      pointer: i.pointer,
+      rule: i.rule,
+      severity: i.severity === "error" ? ValidationSeverity.ERROR : ValidationSeverity.WARNING,
+      message: i.message,
+    })),
   };
 }
 
 export function warningMessage(w: Warning) {
   return { code: w.code, message: w.message, docUrl: w.doc_url, pointer: w.pointer };
+}
+
+/** A publish's outcome: published with its warnings, or waiting for a person's approval. */
+export function publishOutcomeMessage(
+  o: PublishOutcome,
+): MessageInitShape<typeof passportV1.PublishPassportResponseSchema> {
+  if (o.kind === "approval_required")
+    return {
+      outcome: {
+        case: "approvalRequired",
+        value: { passportId: o.passportId, approvalId: o.approvalId, reviewUrl: o.reviewUrl },
+      },
+    };
+  return {
+    outcome: {
+      case: "published",
+      value: { passport: passportMessage(o.row), warnings: o.warnings.map(warningMessage) },
+    },
+  };
 }
 
 export function linksMessage(
@@ -63,7 +126,7 @@ export function linksMessage(
   return {
     id: r.id,
     organizationId: r.organization_id,
-    status: r.status,
+    status: statusMessage(r.status),
     livemode: r.livemode,
     gtin: r.gtin ?? undefined,
     serialNumber: r.serial_number ?? undefined,
@@ -83,5 +146,10 @@ export function linksMessage(
 }
 
 export function claimMessage(c: HeldClaim) {
-  return { gtin: c.gtin, passportId: c.passport_id, ownerId: c.owner_id, role: c.role };
+  return {
+    gtin: c.gtin,
+    passportId: c.passport_id,
+    ownerId: c.owner_id,
+    role: c.role === "lead" ? GtinClaimRole.LEAD : GtinClaimRole.VARIANT,
+  };
 }

@@ -8,10 +8,12 @@ import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
   claimMessage,
+  dateOf,
   linksMessage,
   passportMessage,
+  publishOutcomeMessage,
+  statusOf,
   validationMessage,
-  warningMessage,
 } from "./messages";
 
 type Impl = ImplOf<typeof passportV1.PassportService>;
@@ -36,20 +38,30 @@ export function passportRpc(uc: PassportUseCases): Impl {
       return { category: categoryMessage(c), schemaJson: JSON.stringify(c.schema) };
     },
 
-    createPassport: async (req, { ctx }) => ({
-      passport: passportMessage(await uc.createPassport(ctx, { bodyJson: req.bodyJson })),
-    }),
+    createPassport: async (req, { ctx }) => {
+      const input = { category: req.category, externalId: req.externalId, dataJson: req.dataJson };
+      if (req.validateOnly) {
+        uc.checkCreatePassport(ctx, input);
+        return {};
+      }
+      return { passport: passportMessage(await uc.createPassport(ctx, input)) };
+    },
 
     getPassport: async ({ id }, { ctx }) => ({ passport: passportMessage(await uc.getPassport(ctx, id)) }),
 
     listPassports: async (req, { ctx }) => {
-      const page = await uc.listPassports(ctx, {
+      const input = {
         limit: req.limit,
         cursor: req.cursor,
-        status: req.status,
+        status: statusOf(req.status),
         category: req.category,
-        updatedSince: req.updatedSince,
-      });
+        updatedSince: dateOf(req.updatedSince),
+      };
+      if (req.validateOnly) {
+        uc.checkListQuery(ctx, input);
+        return {};
+      }
+      const page = await uc.listPassports(ctx, input);
       return {
         passports: page.passports.map(passportMessage),
         hasMore: page.hasMore,
@@ -68,12 +80,12 @@ export function passportRpc(uc: PassportUseCases): Impl {
     }),
 
     publishPassport: async (req, { ctx }) => {
-      const { row, warnings } = await uc.publishPassport(ctx, {
+      const outcome = await uc.publishPassport(ctx, {
         id: req.id,
-        bodyJson: req.bodyJson,
+        variantReviewFingerprint: req.variantReviewFingerprint,
         expectedVersion: req.expectedVersion,
       });
-      return { passport: passportMessage(row), warnings: warnings.map(warningMessage) };
+      return publishOutcomeMessage(outcome);
     },
 
     unpublishPassport: transition("unpublish"),
@@ -85,7 +97,7 @@ export function passportRpc(uc: PassportUseCases): Impl {
     unlockPassport: transition("unlock"),
 
     validatePassport: async (req, { ctx }) => ({
-      validation: validationMessage(await uc.validatePassport(ctx, { id: req.id, bodyJson: req.bodyJson })),
+      validation: validationMessage(await uc.validatePassport(ctx, { id: req.id, dryRun: req.dryRun })),
     }),
 
     getPassportLinks: async (req, { ctx }) => {
@@ -107,6 +119,6 @@ export function passportRpc(uc: PassportUseCases): Impl {
         req.releases.map((r) => ({ gtin: r.gtin, owner_id: r.ownerId })),
       ),
 
-    getUsage: async (_req, { ctx }) => uc.getUsage(ctx),
+    getUsage: async (_req, { ctx }) => ({ publishedCount: (await uc.getUsage(ctx)).publishedCount }),
   };
 }

@@ -13,6 +13,7 @@ import {
   randomGtin13,
   refusal,
   startHarness,
+  statusName,
   testTenant,
   type Harness,
   type Tenant,
@@ -68,7 +69,7 @@ async function eventsOf(id: string): Promise<[string, number][]> {
 
 async function stored(t: Tenant, id: string) {
   const p = (await h.client.getPassport({ id }, { context: ctx(t) })).passport!;
-  return { version: p.version, status: p.status, dataJson: p.dataJson, externalId: p.externalId };
+  return { version: p.version, status: statusName(p.status), dataJson: p.dataJson, externalId: p.externalId };
 }
 
 /** The writes by id, each from a status that allows it, with the event it records and the status it leaves. */
@@ -86,7 +87,7 @@ const writes: {
     to: "draft",
     call: (t, id) =>
       h.client.updatePassport(
-        { id, patchJson: JSON.stringify({ data: { product_name: "Renamed" } }), ifMatchAny: false },
+        { id, patchJson: JSON.stringify({ data: { product_name: "Renamed" } }) },
         { context: ctx(t) },
       ),
   },
@@ -95,28 +96,28 @@ const writes: {
     from: "draft",
     event: "passport.published",
     to: "published",
-    call: (t, id) => h.client.publishPassport({ id, bodyJson: "", ifMatchAny: false }, { context: ctx(t) }),
+    call: (t, id) => h.client.publishPassport({ id }, { context: ctx(t) }),
   },
   {
     name: "unpublish",
     from: "published",
     event: "passport.unpublished",
     to: "draft",
-    call: (t, id) => h.client.unpublishPassport({ id, ifMatchAny: false }, { context: ctx(t) }),
+    call: (t, id) => h.client.unpublishPassport({ id }, { context: ctx(t) }),
   },
   {
     name: "trash",
     from: "draft",
     event: "passport.trashed",
     to: "trashed",
-    call: (t, id) => h.client.trashPassport({ id, ifMatchAny: false }, { context: ctx(t) }),
+    call: (t, id) => h.client.trashPassport({ id }, { context: ctx(t) }),
   },
   {
     name: "restore",
     from: "trashed",
     event: "passport.restored",
     to: "draft",
-    call: (t, id) => h.client.restorePassport({ id, ifMatchAny: false }, { context: ctx(t) }),
+    call: (t, id) => h.client.restorePassport({ id }, { context: ctx(t) }),
   },
   {
     name: "deactivate",
@@ -151,9 +152,8 @@ const writes: {
 async function passportIn(t: Tenant, status: (typeof writes)[number]["from"]) {
   const p = await h.create(t, { category: "textile", data: complete() });
   const c = { context: ctx(t) };
-  if (status === "trashed") await h.client.trashPassport({ id: p.id, ifMatchAny: false }, c);
-  if (status !== "draft" && status !== "trashed")
-    await h.client.publishPassport({ id: p.id, bodyJson: "", ifMatchAny: false }, c);
+  if (status === "trashed") await h.client.trashPassport({ id: p.id }, c);
+  if (status !== "draft" && status !== "trashed") await h.client.publishPassport({ id: p.id }, c);
   if (status === "deactivated") await h.client.deactivatePassport({ id: p.id }, c);
   if (status === "readonly") await h.client.lockPassport({ id: p.id }, c);
   return p.id;
@@ -205,7 +205,7 @@ describe("a refusal inside the write's transaction rolls back what it wrote befo
     // The update releases the passport's own claim, then meets the other passport's: gtin_in_use.
     const err = await refusal(
       h.client.updatePassport(
-        { id: p.id, patchJson: JSON.stringify({ data: { gtin: taken.gtin } }), ifMatchAny: false },
+        { id: p.id, patchJson: JSON.stringify({ data: { gtin: taken.gtin } }) },
         { context: ctx(t) },
       ),
     );
@@ -222,13 +222,11 @@ describe("a refusal inside the write's transaction rolls back what it wrote befo
   it("a connector's publish records its approval and no event; the passport is unchanged", async () => {
     const t = testTenant();
     const p = await h.create(t, { category: "textile", data: complete() });
-    const err = await refusal(
-      h.client.publishPassport(
-        { id: p.id, bodyJson: "", ifMatchAny: false },
-        { context: ctx(t, { credentialKind: "connector", keyId: "key_c" }) },
-      ),
+    const res = await h.client.publishPassport(
+      { id: p.id },
+      { context: ctx(t, { credentialKind: "connector", keyId: "key_c" }) },
     );
-    expect(err.code).toBe("human_approval_required");
+    expect(res.outcome.case).toBe("approvalRequired");
     expect(await stored(t, p.id)).toMatchObject({ status: "draft", version: 1 });
     expect(await eventsOf(p.id)).toEqual([["passport.created", 1]]);
   });
@@ -237,12 +235,10 @@ describe("a refusal inside the write's transaction rolls back what it wrote befo
     const t = testTenant();
     const p = await h.create(t, { category: "textile", data: complete() });
     const stale = await refusal(
-      h.client.trashPassport({ id: p.id, expectedVersion: 9, ifMatchAny: false }, { context: ctx(t) }),
+      h.client.trashPassport({ id: p.id, expectedVersion: 9 }, { context: ctx(t) }),
     );
     expect(stale.code).toBe("precondition_failed");
-    const wrong = await refusal(
-      h.client.unpublishPassport({ id: p.id, ifMatchAny: false }, { context: ctx(t) }),
-    );
+    const wrong = await refusal(h.client.unpublishPassport({ id: p.id }, { context: ctx(t) }));
     expect(wrong.code).toBe("wrong_status");
     expect(await eventsOf(p.id)).toEqual([["passport.created", 1]]);
   });

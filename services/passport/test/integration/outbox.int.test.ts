@@ -3,6 +3,7 @@
  * by the relay to the bus (the Postgres-table transport on the same database).
  */
 import { sql } from "kysely";
+import { timestampDate } from "@dpp/proto";
 import { type DomainEvent } from "@dpp/contract";
 import { createLogger, DOMAIN_EVENTS_TOPIC, PgBus, type BusMessage, type Subscription } from "@dpp/kit";
 import { eventually } from "@dpp/kit/testing";
@@ -66,7 +67,7 @@ describe("passport.created", () => {
       type: "passport.created",
       organization_id: t.organizationId,
       livemode: false,
-      created_at: p.createdAt,
+      created_at: timestampDate(p.createdAt!).toISOString(),
       related: {
         object: "passport",
         id: p.id,

@@ -52,7 +52,7 @@ const forgedHeaders = (t: Tenant) =>
     ["x-dpp-subscription-status", "active"],
   ]);
 
-const createBody = JSON.stringify({ category: "textile", data: { product_name: "Forged" } });
+const createBody = { category: "textile", dataJson: JSON.stringify({ product_name: "Forged" }) };
 
 async function snapshot() {
   return {
@@ -90,7 +90,7 @@ describe("a direct call to passport", () => {
       h.service.address,
       S,
       "createPassport",
-      { bodyJson: createBody },
+      createBody,
       forgedHeaders(victimLive),
     );
     expect(write).toMatchObject({ ok: false, status: "UNAUTHENTICATED" });
@@ -114,7 +114,7 @@ describe("a direct call to passport", () => {
       h.service.address,
       S,
       "createPassport",
-      { bodyJson: createBody },
+      createBody,
       withToken(
         editToken(genuineToken(attacker, "CreatePassport"), (c) => {
           toVictim(c);

@@ -13,7 +13,7 @@ export function conditionalHeaders(spec: RouteSpec) {
     if (!spec.conditional) return next();
     const bad = (header: string, rule: string, message: string) =>
       next(new ApiError("invalid_request", message, { issues: [{ source: { header }, rule, message }] }));
-    const conditional: Conditional = { ifMatchAny: false };
+    const conditional: Conditional = {};
     const ev = req.headersDistinct["expected-version"];
     if (ev !== undefined) {
       const v = ev.length === 1 ? ev[0]!.trim() : "";
@@ -33,7 +33,6 @@ export function conditionalHeaders(spec: RouteSpec) {
           "asterisk_only",
           "If-Match accepts only `*`; use Expected-Version with the passport's version instead of an ETag.",
         );
-      conditional.ifMatchAny = true;
     }
     locals(res).conditional = conditional;
     next();

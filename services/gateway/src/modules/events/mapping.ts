@@ -1,6 +1,6 @@
 /** Events service messages as the public JSON shapes (snake_case, nulls, resource names). */
 import type { eventsV1 } from "@dpp/proto";
-import { parseJson } from "../../http/json";
+import { parseJson, rfc3339 } from "../../http/json";
 
 export function eventJson(e: eventsV1.Event) {
   return {
@@ -10,7 +10,7 @@ export function eventJson(e: eventsV1.Event) {
     organization_id: e.organizationId,
     type: e.type,
     livemode: e.livemode,
-    created_at: e.createdAt,
+    created_at: rfc3339(e.createdAt),
     related: parseJson(e.relatedJson),
   };
 }

@@ -1,5 +1,5 @@
 /** The events service's route: the organization's feed. */
-import type { ClientOf } from "@dpp/kit";
+import { parseLimit, type ClientOf } from "@dpp/kit";
 import type { eventsV1 } from "@dpp/proto";
 import { list } from "../../http/json";
 import { many, single } from "../../http/request";
@@ -22,8 +22,9 @@ export function eventsModule(deps: { client: EventsClient }): GatewayModule {
         idempotent: false,
         successStatus: 200,
         handler: async ({ ctx, query }) => {
+          const raw = { limit: single(query, "limit"), cursor: single(query, "cursor") };
           const res = await client.listEvents(
-            { limit: single(query, "limit"), cursor: single(query, "cursor"), types: many(query, "type") },
+            { limit: parseLimit(raw.limit), cursor: raw.cursor, types: many(query, "type") },
             { context: ctx },
           );
           return { body: list(res.events.map(eventJson), res.hasMore, res.nextCursor) };

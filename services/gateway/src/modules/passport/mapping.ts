@@ -1,6 +1,46 @@
-/** Passport service messages as the public JSON shapes (snake_case, nulls, resource names). */
-import type { passportV1 } from "@dpp/proto";
-import { orNull, parseJson } from "../../http/json";
+/**
+ * Passport service messages as the public JSON shapes (snake_case, nulls, resource names), and the one place
+ * where the spec's strings meet the enums of the messages (statuses, severities).
+ */
+import { ApiError, invalidParameter } from "@dpp/contract";
+import { passportV1 } from "@dpp/proto";
+import { orNull, parseJson, rfc3339, rfc3339OrNull } from "../../http/json";
+
+const { PassportStatus, ValidationSeverity } = passportV1;
+
+/** The spec's passport statuses, in the spec's order, and their enum values. */
+const STATUSES: readonly (readonly [string, passportV1.PassportStatus])[] = [
+  ["draft", PassportStatus.DRAFT],
+  ["published", PassportStatus.PUBLISHED],
+  ["deactivated", PassportStatus.DEACTIVATED],
+  ["trashed", PassportStatus.TRASHED],
+  ["readonly", PassportStatus.READONLY],
+];
+
+export function statusJson(status: passportV1.PassportStatus): string {
+  const entry = STATUSES.find(([, value]) => value === status);
+  if (!entry) throw new Error(`passport status ${status} has no name`);
+  return entry[0];
+}
+
+/** The `status` query filter: unspecified when empty; a name the spec does not have is refused. */
+export function statusFilter(text: string): passportV1.PassportStatus {
+  if (text === "") return PassportStatus.UNSPECIFIED;
+  const entry = STATUSES.find(([name]) => name === text);
+  if (!entry)
+    throw invalidParameter(
+      "status",
+      "enum",
+      `status must be one of ${STATUSES.map(([name]) => name).join(", ")}.`,
+    );
+  return entry[1];
+}
+
+function severityJson(severity: passportV1.ValidationSeverity): "error" | "warning" {
+  if (severity === ValidationSeverity.ERROR) return "error";
+  if (severity === ValidationSeverity.WARNING) return "warning";
+  throw new Error(`validation severity ${severity} has no name`);
+}
 
 export function passportJson(p: passportV1.Passport) {
   return {
@@ -9,25 +49,25 @@ export function passportJson(p: passportV1.Passport) {
     name: `organizations/${p.organizationId}/passports/${p.id}`,
     organization_id: p.organizationId,
     category: p.category,
-    status: p.status,
+    status: statusJson(p.status),
     gtin: orNull(p.gtin),
     serial_number: orNull(p.serialNumber),
     external_id: orNull(p.externalId),
     version: p.version,
     livemode: p.livemode,
     registry_id: orNull(p.registryId),
-    created_at: p.createdAt,
-    updated_at: p.updatedAt,
-    published_at: orNull(p.publishedAt),
-    trashed_at: orNull(p.trashedAt),
+    created_at: rfc3339(p.createdAt),
+    updated_at: rfc3339(p.updatedAt),
+    published_at: rfc3339OrNull(p.publishedAt),
+    trashed_at: rfc3339OrNull(p.trashedAt),
     data: parseJson(p.dataJson),
   };
 }
 
 /** The publish response: the passport plus `warnings` ({code, message, doc_url, pointer}). */
-export function publishedPassportJson(p: passportV1.Passport, warnings: passportV1.Warning[]) {
+export function publishedPassportJson({ passport, warnings }: passportV1.PassportPublished) {
   return {
-    ...passportJson(p),
+    ...passportJson(passport!),
     warnings: warnings.map((w) => ({
       code: w.code,
       message: w.message,
@@ -35,6 +75,18 @@ export function publishedPassportJson(p: passportV1.Passport, warnings: passport
       pointer: w.pointer || null,
     })),
   };
+}
+
+/**
+ * A connector's publish that a person must approve: the spec answers it 202 human_approval_required, in the
+ * error envelope (the one place that builds envelopes), with details.review_url.
+ */
+export function approvalRequired(a: passportV1.PublishApprovalRequired): ApiError {
+  return new ApiError(
+    "human_approval_required",
+    "A connector asked to publish: a person at the organization must approve it. Nothing was published.",
+    { passport_id: a.passportId, approval_id: a.approvalId, review_url: a.reviewUrl },
+  );
 }
 
 export function validationJson(v: passportV1.Validation) {
@@ -52,11 +104,11 @@ export function validationJson(v: passportV1.Validation) {
     publishable: v.publishable,
     error_count: v.errorCount,
     warning_count: v.warningCount,
-    checked_at: v.checkedAt,
+    checked_at: rfc3339(v.checkedAt),
     issues: v.issues.map((i) => ({
       pointer: i.pointer,
       rule: i.rule,
-      severity: i.severity,
+      severity: severityJson(i.severity),
       message: i.message,
     })),
   };
@@ -70,7 +122,7 @@ export function passportLinksJson(l: passportV1.PassportLinks) {
     name: `organizations/${l.organizationId}/passports/${l.id}/links`,
     organization_id: l.organizationId,
     passport: `organizations/${l.organizationId}/passports/${l.id}`,
-    status: l.status,
+    status: statusJson(l.status),
     livemode: l.livemode,
     gtin: orNull(l.gtin),
     serial_number: orNull(l.serialNumber),

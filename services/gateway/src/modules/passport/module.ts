@@ -5,9 +5,10 @@
 import type { ClientOf } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
 import { list } from "../../http/json";
-import { bodyJson, conditionalFields, noBody, single } from "../../http/request";
+import { bodyJson, bodyRefusal, conditionalFields, noBody } from "../../http/request";
 import { KiB, MiB, type GatewayModule } from "../../http/route";
 import {
+  approvalRequired,
   categoryJson,
   categorySchemaJson,
   passportJson,
@@ -15,6 +16,13 @@ import {
   publishedPassportJson,
   validationJson,
 } from "./mapping";
+import {
+  CREATE_MEMBERS,
+  createPassportRequest,
+  listPassportsRequest,
+  publishPassportRequest,
+  validatePassportRequest,
+} from "./requests";
 
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
 
@@ -56,16 +64,22 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         idempotent: false,
         successStatus: 200,
         handler: async ({ ctx, query }) => {
-          const res = await client.listPassports(
-            {
-              limit: single(query, "limit"),
-              cursor: single(query, "cursor"),
-              status: single(query, "status"),
-              category: single(query, "category"),
-              updatedSince: single(query, "updated_since"),
-            },
-            { context: ctx },
-          );
+          const { request, deferred } = listPassportsRequest(query);
+          if (deferred) {
+            // The category is checked before updated_since: its refusal, if any, is the answer.
+            if (request.category)
+              await client.listPassports(
+                {
+                  limit: request.limit,
+                  status: request.status,
+                  category: request.category,
+                  validateOnly: true,
+                },
+                { context: ctx },
+              );
+            throw deferred;
+          }
+          const res = await client.listPassports(request, { context: ctx });
           return { body: list(res.passports.map(passportJson), res.hasMore, res.nextCursor || null) };
         },
       },
@@ -79,7 +93,12 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         bodyLimitBytes: 1 * MiB,
         successStatus: 201,
         handler: async ({ ctx, body }) => {
-          const res = await client.createPassport({ bodyJson: bodyJson(body) }, { context: ctx });
+          const { request, issues } = createPassportRequest(body);
+          if (issues.length)
+            throw await bodyRefusal(issues, CREATE_MEMBERS, () =>
+              client.createPassport({ ...request, validateOnly: true }, { context: ctx }),
+            );
+          const res = await client.createPassport(request, { context: ctx });
           return { body: passportJson(res.passport!) };
         },
       },
@@ -125,15 +144,13 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         successStatus: 200,
         conditional: true,
         handler: async ({ ctx, params, body, conditional }) => {
-          const res = await client.publishPassport(
-            {
-              id: params.id,
-              bodyJson: body === undefined ? "" : bodyJson(body),
-              ...conditionalFields(conditional),
-            },
+          const { outcome } = await client.publishPassport(
+            { id: params.id, ...publishPassportRequest(body), ...conditionalFields(conditional) },
             { context: ctx },
           );
-          return { body: publishedPassportJson(res.passport!, res.warnings) };
+          if (outcome.case === "approvalRequired") throw approvalRequired(outcome.value);
+          if (outcome.case !== "published") throw new Error("the publish answered no outcome");
+          return { body: publishedPassportJson(outcome.value) };
         },
       },
       {
@@ -206,7 +223,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         successStatus: 200,
         handler: async ({ ctx, params, body }) => {
           const res = await client.validatePassport(
-            { id: params.id, bodyJson: body === undefined ? "" : bodyJson(body) },
+            { id: params.id, ...validatePassportRequest(body) },
             { context: ctx },
           );
           return { body: validationJson(res.validation!) };

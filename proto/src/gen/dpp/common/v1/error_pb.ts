@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/common/v1/error.proto.
  */
 export const file_dpp_common_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChlkcHAvY29tbW9uL3YxL2Vycm9yLnByb3RvEg1kcHAuY29tbW9uLnYxIlQKCEFwaUVycm9yEgwKBGNvZGUYASABKAkSEwoLaHR0cF9zdGF0dXMYAiABKAUSDwoHbWVzc2FnZRgDIAEoCRIUCgxkZXRhaWxzX2pzb24YBCABKAliBnByb3RvMw");
+  fileDesc("ChlkcHAvY29tbW9uL3YxL2Vycm9yLnByb3RvEg1kcHAuY29tbW9uLnYxIrkBCghBcGlFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAyABKAkSFAoMZGV0YWlsc19qc29uGAQgASgJEjUKB2hlYWRlcnMYBSADKAsyJC5kcHAuY29tbW9uLnYxLkFwaUVycm9yLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUoECAIQA1ILaHR0cF9zdGF0dXNiBnByb3RvMw");
 
 /**
  * ApiError is packed into google.rpc.Status.details of every failed call.
@@ -28,13 +28,6 @@ export type ApiError = Message<"dpp.common.v1.ApiError"> & {
   code: string;
 
   /**
-   * HTTP status the code maps to (informative; the gateway's table is authoritative).
-   *
-   * @generated from field: int32 http_status = 2;
-   */
-  httpStatus: number;
-
-  /**
    * Human-readable English sentence.
    *
    * @generated from field: string message = 3;
@@ -47,6 +40,13 @@ export type ApiError = Message<"dpp.common.v1.ApiError"> & {
    * @generated from field: string details_json = 4;
    */
   detailsJson: string;
+
+  /**
+   * Response headers the answer carries, e.g. Retry-After, Allow.
+   *
+   * @generated from field: map<string, string> headers = 5;
+   */
+  headers: { [key: string]: string };
 };
 
 /**

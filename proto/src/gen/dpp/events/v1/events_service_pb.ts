@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file dpp/events/v1/events_service.proto.
  */
 export const file_dpp_events_v1_events_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIogBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBISCgpjcmVhdGVkX2F0GAUgASgJEhQKDHJlbGF0ZWRfanNvbhgGIAEoCRIQCghzZXF1ZW5jZRgHIAEoAyJBChFMaXN0RXZlbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDQoFdHlwZXMYAyADKAkiYQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiQKBmV2ZW50cxgBIAMoCzIULmRwcC5ldmVudHMudjEuRXZlbnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkyYgoNRXZlbnRzU2VydmljZRJRCgpMaXN0RXZlbnRzEiAuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVxdWVzdBohLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlIkEKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCSJhChJMaXN0RXZlbnRzUmVzcG9uc2USJAoGZXZlbnRzGAEgAygLMhQuZHBwLmV2ZW50cy52MS5FdmVudBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCTJiCg1FdmVudHNTZXJ2aWNlElEKCkxpc3RFdmVudHMSIC5kcHAuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiEuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.events.v1.Event
@@ -37,11 +39,11 @@ export type Event = Message<"dpp.events.v1.Event"> & {
   livemode: boolean;
 
   /**
-   * RFC 3339 UTC timestamp with millisecond precision.
+   * Millisecond precision; the gateway writes it as RFC 3339 UTC.
    *
-   * @generated from field: string created_at = 5;
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
    */
-  createdAt: string;
+  createdAt?: Timestamp | undefined;
 
   /**
    * The `related` object as JSON object text.
@@ -49,13 +51,6 @@ export type Event = Message<"dpp.events.v1.Event"> & {
    * @generated from field: string related_json = 6;
    */
   relatedJson: string;
-
-  /**
-   * Position in the (organization, mode) feed: 1, 2, 3 ... in commit order.
-   *
-   * @generated from field: int64 sequence = 7;
-   */
-  sequence: bigint;
 };
 
 /**
@@ -70,11 +65,11 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
  */
 export type ListEventsRequest = Message<"dpp.events.v1.ListEventsRequest"> & {
   /**
-   * Raw `limit` query value; empty means the default.
+   * Page size, 1 to 100, checked by the gateway; 0 means the default.
    *
-   * @generated from field: string limit = 1;
+   * @generated from field: int32 limit = 1;
    */
-  limit: string;
+  limit: number;
 
   /**
    * @generated from field: string cursor = 2;

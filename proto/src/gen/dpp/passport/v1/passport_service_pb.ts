@@ -2,15 +2,17 @@
 // @generated from file dpp/passport/v1/passport_service.proto (package dpp.passport.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file dpp/passport/v1/passport_service.proto.
  */
 export const file_dpp_passport_v1_passport_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIqEDCghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSDgoGc3RhdHVzGAQgASgJEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEhkKDHB1Ymxpc2hlZF9hdBgNIAEoCUgEiAEBEhcKCnRyYXNoZWRfYXQYDiABKAlIBYgBARIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZEIPCg1fcHVibGlzaGVkX2F0Qg0KC190cmFzaGVkX2F0IioKFUNyZWF0ZVBhc3Nwb3J0UmVxdWVzdBIRCglib2R5X2pzb24YASABKAkiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJuChRMaXN0UGFzc3BvcnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEhUKDXVwZGF0ZWRfc2luY2UYBSABKAkibAoVTGlzdFBhc3Nwb3J0c1Jlc3BvbnNlEiwKCXBhc3Nwb3J0cxgBIAMoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCSKBAQoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgEIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJFChZVcGRhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IkoKB1dhcm5pbmcSDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg8KB2RvY191cmwYAyABKAkSDwoHcG9pbnRlchgEIAEoCSKBAQoWUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIRCglib2R5X2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgEIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJyChdQdWJsaXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIqCgh3YXJuaW5ncxgCIAMoCzIYLmRwcC5wYXNzcG9ydC52MS5XYXJuaW5nInAKGFVucHVibGlzaFBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQESFAoMaWZfbWF0Y2hfYW55GAMgASgIQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQibAoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBEhQKDGlmX21hdGNoX2FueRgDIAEoCEITChFfZXhwZWN0ZWRfdmVyc2lvbiJEChVUcmFzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQibgoWUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQESFAoMaWZfbWF0Y2hfYW55GAMgASgIQhMKEV9leHBlY3RlZF92ZXJzaW9uIkYKF1Jlc3RvcmVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlsKGURlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkkKGkRlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlsKGVJlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkkKGlJlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlUKE0xvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkMKFExvY2tQYXNzcG9ydFJlc3BvbnNlEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IlcKFVVubG9ja1Bhc3Nwb3J0UmVxdWVzdBIKCgJpZBgBIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAIgASgFSACIAQFCEwoRX2V4cGVjdGVkX3ZlcnNpb24iRQoWVW5sb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJTCg9WYWxpZGF0aW9uSXNzdWUSDwoHcG9pbnRlchgBIAEoCRIMCgRydWxlGAIgASgJEhAKCHNldmVyaXR5GAMgASgJEg8KB21lc3NhZ2UYBCABKAkiwQIKClZhbGlkYXRpb24SCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhMKC3Bhc3Nwb3J0X2lkGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEhsKDnNjaGVtYV92ZXJzaW9uGAUgASgJSACIAQESDwoHZHJ5X3J1bhgGIAEoCBINCgV2YWxpZBgHIAEoCBITCgtwdWJsaXNoYWJsZRgIIAEoCBITCgtlcnJvcl9jb3VudBgJIAEoBRIVCg13YXJuaW5nX2NvdW50GAogASgFEhIKCmNoZWNrZWRfYXQYCyABKAkSMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iOAoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSEQoJYm9keV9qc29uGAIgASgJIksKGFZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRIvCgp2YWxpZGF0aW9uGAEgASgLMhsuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb24izAEKDkdzMURpZ2l0YWxMaW5rEhAKA3VyaRgBIAEoCUgAiAEBEhMKBmd0aW4xNBgCIAEoCUgBiAEBEhMKBnNlcmlhbBgDIAEoCUgCiAEBEhgKC2xpbmtzZXRfdXJsGAQgASgJSAOIAQESHwoSdW5hdmFpbGFibGVfcmVhc29uGAUgASgJSASIAQFCBgoEX3VyaUIJCgdfZ3RpbjE0QgkKB19zZXJpYWxCDgoMX2xpbmtzZXRfdXJsQhUKE191bmF2YWlsYWJsZV9yZWFzb24ihQMKDVBhc3Nwb3J0TGlua3MSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIRCgRndGluGAUgASgJSACIAQESGgoNc2VyaWFsX251bWJlchgGIAEoCUgBiAEBEhIKCnB1YmxpY191cmwYByABKAkSEQoJcXJfdGFyZ2V0GAggASgJEjkKEGdzMV9kaWdpdGFsX2xpbmsYCSABKAsyHy5kcHAucGFzc3BvcnQudjEuR3MxRGlnaXRhbExpbmsSGQoRcmVzb2x2ZXNfcHVibGljbHkYCiABKAgSIgoVbm90X3Jlc29sdmFibGVfcmVhc29uGAsgASgJSAKIAQESGAoLcHJldmlld191cmwYDCABKAlIA4gBAUIHCgVfZ3RpbkIQCg5fc2VyaWFsX251bWJlckIYChZfbm90X3Jlc29sdmFibGVfcmVhc29uQg4KDF9wcmV2aWV3X3VybCIlChdHZXRQYXNzcG9ydExpbmtzUmVxdWVzdBIKCgJpZBgBIAEoCSJJChhHZXRQYXNzcG9ydExpbmtzUmVzcG9uc2USLQoFbGlua3MYASABKAsyHi5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRMaW5rcyJOCglHdGluQ2xhaW0SDAoEZ3RpbhgBIAEoCRITCgtwYXNzcG9ydF9pZBgCIAEoCRIQCghvd25lcl9pZBgDIAEoCRIMCgRyb2xlGAQgASgJIj8KEUNsYWltR3RpbnNSZXF1ZXN0EioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQwoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAUSFgoOcGFzc3BvcnRfY291bnQYAiABKAUy7Q4KD1Bhc3Nwb3J0U2VydmljZRJhCg5MaXN0Q2F0ZWdvcmllcxImLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1JlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXNwb25zZRJqChFHZXRDYXRlZ29yeVNjaGVtYRIpLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXNwb25zZRJhCg5DcmVhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRJYCgtHZXRQYXNzcG9ydBIjLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlcXVlc3QaJC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXNwb25zZRJeCg1MaXN0UGFzc3BvcnRzEiUuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXNwb25zZRJhCg5VcGRhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9QdWJsaXNoUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJqChFVbnB1Ymxpc2hQYXNzcG9ydBIpLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJeCg1UcmFzaFBhc3Nwb3J0EiUuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXNwb25zZRJkCg9SZXN0b3JlUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXNwb25zZRJtChJEZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJtChJSZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJbCgxMb2NrUGFzc3BvcnQSJC5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXNwb25zZRJhCg5VbmxvY2tQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXNwb25zZRJnChBWYWxpZGF0ZVBhc3Nwb3J0EiguZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRJnChBHZXRQYXNzcG9ydExpbmtzEiguZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXNwb25zZRJVCgpDbGFpbUd0aW5zEiIuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXF1ZXN0GiMuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXNwb25zZRJbCgxSZWxlYXNlR3RpbnMSJC5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXNwb25zZRJPCghHZXRVc2FnZRIgLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlcXVlc3QaIS5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIogECghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSLwoGc3RhdHVzGAQgASgOMh8uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0U3RhdHVzEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcHVibGlzaGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp0cmFzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZCJ9ChVDcmVhdGVQYXNzcG9ydFJlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSGAoLZXh0ZXJuYWxfaWQYAiABKAlIAIgBARIRCglkYXRhX2pzb24YAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCEIOCgxfZXh0ZXJuYWxfaWQiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCLCAQoUTGlzdFBhc3Nwb3J0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEi8KBnN0YXR1cxgDIAEoDjIfLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydFN0YXR1cxIQCghjYXRlZ29yeRgEIAEoCRIxCg11cGRhdGVkX3NpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg12YWxpZGF0ZV9vbmx5GAYgASgIImwKFUxpc3RQYXNzcG9ydHNSZXNwb25zZRIsCglwYXNzcG9ydHMYASADKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkiawoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiSgoHV2FybmluZxIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHZG9jX3VybBgDIAEoCRIPCgdwb2ludGVyGAQgASgJIqABChZQdWJsaXNoUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAIgASgJSACIAQESHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgBiAEBQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEITChFfZXhwZWN0ZWRfdmVyc2lvbiKkAQoXUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USNwoJcHVibGlzaGVkGAEgASgLMiIuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0UHVibGlzaGVkSAASRQoRYXBwcm92YWxfcmVxdWlyZWQYAiABKAsyKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaEFwcHJvdmFsUmVxdWlyZWRIAEIJCgdvdXRjb21lImwKEVBhc3Nwb3J0UHVibGlzaGVkEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0EioKCHdhcm5pbmdzGAIgAygLMhguZHBwLnBhc3Nwb3J0LnYxLldhcm5pbmciVwoXUHVibGlzaEFwcHJvdmFsUmVxdWlyZWQSEwoLcGFzc3BvcnRfaWQYASABKAkSEwoLYXBwcm92YWxfaWQYAiABKAkSEgoKcmV2aWV3X3VybBgDIAEoCSJaChhVbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiVgoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkQKFVRyYXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJYChZSZXN0b3JlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJGChdSZXN0b3JlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlEZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpEZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlSZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpSZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJVChNMb2NrUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJDChRMb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJXChVVbmxvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQieAoPVmFsaWRhdGlvbklzc3VlEg8KB3BvaW50ZXIYASABKAkSDAoEcnVsZRgCIAEoCRI1CghzZXZlcml0eRgDIAEoDjIjLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uU2V2ZXJpdHkSDwoHbWVzc2FnZRgEIAEoCSLdAgoKVmFsaWRhdGlvbhIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEwoLcGFzc3BvcnRfaWQYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSGwoOc2NoZW1hX3ZlcnNpb24YBSABKAlIAIgBARIPCgdkcnlfcnVuGAYgASgIEg0KBXZhbGlkGAcgASgIEhMKC3B1Ymxpc2hhYmxlGAggASgIEhMKC2Vycm9yX2NvdW50GAkgASgFEhUKDXdhcm5pbmdfY291bnQYCiABKAUSLgoKY2hlY2tlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iNgoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSDwoHZHJ5X3J1bhgCIAEoCCJLChhWYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USLwoKdmFsaWRhdGlvbhgBIAEoCzIbLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uIswBCg5HczFEaWdpdGFsTGluaxIQCgN1cmkYASABKAlIAIgBARITCgZndGluMTQYAiABKAlIAYgBARITCgZzZXJpYWwYAyABKAlIAogBARIYCgtsaW5rc2V0X3VybBgEIAEoCUgDiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgFIAEoCUgEiAEBQgYKBF91cmlCCQoHX2d0aW4xNEIJCgdfc2VyaWFsQg4KDF9saW5rc2V0X3VybEIVChNfdW5hdmFpbGFibGVfcmVhc29uIqYDCg1QYXNzcG9ydExpbmtzEgoKAmlkGAEgASgJEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoCRIvCgZzdGF0dXMYAyABKA4yHy5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRTdGF0dXMSEAoIbGl2ZW1vZGUYBCABKAgSEQoEZ3RpbhgFIAEoCUgAiAEBEhoKDXNlcmlhbF9udW1iZXIYBiABKAlIAYgBARISCgpwdWJsaWNfdXJsGAcgASgJEhEKCXFyX3RhcmdldBgIIAEoCRI5ChBnczFfZGlnaXRhbF9saW5rGAkgASgLMh8uZHBwLnBhc3Nwb3J0LnYxLkdzMURpZ2l0YWxMaW5rEhkKEXJlc29sdmVzX3B1YmxpY2x5GAogASgIEiIKFW5vdF9yZXNvbHZhYmxlX3JlYXNvbhgLIAEoCUgCiAEBEhgKC3ByZXZpZXdfdXJsGAwgASgJSAOIAQFCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCGAoWX25vdF9yZXNvbHZhYmxlX3JlYXNvbkIOCgxfcHJldmlld191cmwiJQoXR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QSCgoCaWQYASABKAkiSQoYR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlEi0KBWxpbmtzGAEgASgLMh4uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0TGlua3MiQwoMTmV3R3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkibgoJR3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkSLAoEcm9sZRgEIAEoDjIeLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW1Sb2xlIkIKEUNsYWltR3RpbnNSZXF1ZXN0Ei0KBmNsYWltcxgBIAMoCzIdLmRwcC5wYXNzcG9ydC52MS5OZXdHdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQQoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAVKBAgCEANSDnBhc3Nwb3J0X2NvdW50KscBCg5QYXNzcG9ydFN0YXR1cxIfChtQQVNTUE9SVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVQQVNTUE9SVF9TVEFUVVNfRFJBRlQQARIdChlQQVNTUE9SVF9TVEFUVVNfUFVCTElTSEVEEAISHwobUEFTU1BPUlRfU1RBVFVTX0RFQUNUSVZBVEVEEAMSGwoXUEFTU1BPUlRfU1RBVFVTX1RSQVNIRUQQBBIcChhQQVNTUE9SVF9TVEFUVVNfUkVBRE9OTFkQBSp5ChJWYWxpZGF0aW9uU2V2ZXJpdHkSIwofVkFMSURBVElPTl9TRVZFUklUWV9VTlNQRUNJRklFRBAAEh0KGVZBTElEQVRJT05fU0VWRVJJVFlfRVJST1IQARIfChtWQUxJREFUSU9OX1NFVkVSSVRZX1dBUk5JTkcQAipnCg1HdGluQ2xhaW1Sb2xlEh8KG0dUSU5fQ0xBSU1fUk9MRV9VTlNQRUNJRklFRBAAEhgKFEdUSU5fQ0xBSU1fUk9MRV9MRUFEEAESGwoXR1RJTl9DTEFJTV9ST0xFX1ZBUklBTlQQAjLtDgoPUGFzc3BvcnRTZXJ2aWNlEmEKDkxpc3RDYXRlZ29yaWVzEiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RDYXRlZ29yaWVzUmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1Jlc3BvbnNlEmoKEUdldENhdGVnb3J5U2NoZW1hEikuZHBwLnBhc3Nwb3J0LnYxLkdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBoqLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEmEKDkNyZWF0ZVBhc3Nwb3J0EiYuZHBwLnBhc3Nwb3J0LnYxLkNyZWF0ZVBhc3Nwb3J0UmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlc3BvbnNlElgKC0dldFBhc3Nwb3J0EiMuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0UmVxdWVzdBokLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlc3BvbnNlEl4KDUxpc3RQYXNzcG9ydHMSJS5kcHAucGFzc3BvcnQudjEuTGlzdFBhc3Nwb3J0c1JlcXVlc3QaJi5kcHAucGFzc3BvcnQudjEuTGlzdFBhc3Nwb3J0c1Jlc3BvbnNlEmEKDlVwZGF0ZVBhc3Nwb3J0EiYuZHBwLnBhc3Nwb3J0LnYxLlVwZGF0ZVBhc3Nwb3J0UmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlc3BvbnNlEmQKD1B1Ymxpc2hQYXNzcG9ydBInLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXF1ZXN0GiguZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hQYXNzcG9ydFJlc3BvbnNlEmoKEVVucHVibGlzaFBhc3Nwb3J0EikuZHBwLnBhc3Nwb3J0LnYxLlVucHVibGlzaFBhc3Nwb3J0UmVxdWVzdBoqLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlc3BvbnNlEl4KDVRyYXNoUGFzc3BvcnQSJS5kcHAucGFzc3BvcnQudjEuVHJhc2hQYXNzcG9ydFJlcXVlc3QaJi5kcHAucGFzc3BvcnQudjEuVHJhc2hQYXNzcG9ydFJlc3BvbnNlEmQKD1Jlc3RvcmVQYXNzcG9ydBInLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXF1ZXN0GiguZHBwLnBhc3Nwb3J0LnYxLlJlc3RvcmVQYXNzcG9ydFJlc3BvbnNlEm0KEkRlYWN0aXZhdGVQYXNzcG9ydBIqLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0GisuZHBwLnBhc3Nwb3J0LnYxLkRlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlEm0KElJlYWN0aXZhdGVQYXNzcG9ydBIqLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0GisuZHBwLnBhc3Nwb3J0LnYxLlJlYWN0aXZhdGVQYXNzcG9ydFJlc3BvbnNlElsKDExvY2tQYXNzcG9ydBIkLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXF1ZXN0GiUuZHBwLnBhc3Nwb3J0LnYxLkxvY2tQYXNzcG9ydFJlc3BvbnNlEmEKDlVubG9ja1Bhc3Nwb3J0EiYuZHBwLnBhc3Nwb3J0LnYxLlVubG9ja1Bhc3Nwb3J0UmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlc3BvbnNlEmcKEFZhbGlkYXRlUGFzc3BvcnQSKC5kcHAucGFzc3BvcnQudjEuVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QaKS5kcHAucGFzc3BvcnQudjEuVmFsaWRhdGVQYXNzcG9ydFJlc3BvbnNlEmcKEEdldFBhc3Nwb3J0TGlua3MSKC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QaKS5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlElUKCkNsYWltR3RpbnMSIi5kcHAucGFzc3BvcnQudjEuQ2xhaW1HdGluc1JlcXVlc3QaIy5kcHAucGFzc3BvcnQudjEuQ2xhaW1HdGluc1Jlc3BvbnNlElsKDFJlbGVhc2VHdGlucxIkLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXF1ZXN0GiUuZHBwLnBhc3Nwb3J0LnYxLlJlbGVhc2VHdGluc1Jlc3BvbnNlEk8KCEdldFVzYWdlEiAuZHBwLnBhc3Nwb3J0LnYxLkdldFVzYWdlUmVxdWVzdBohLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.passport.v1.Category
@@ -142,9 +144,9 @@ export type Passport = Message<"dpp.passport.v1.Passport"> & {
   category: string;
 
   /**
-   * @generated from field: string status = 4;
+   * @generated from field: dpp.passport.v1.PassportStatus status = 4;
    */
-  status: string;
+  status: PassportStatus;
 
   /**
    * @generated from field: optional string gtin = 5;
@@ -177,26 +179,28 @@ export type Passport = Message<"dpp.passport.v1.Passport"> & {
   registryId?: string | undefined;
 
   /**
-   * RFC 3339 UTC timestamps with millisecond precision.
+   * Millisecond precision; the gateway writes them as RFC 3339 UTC.
    *
-   * @generated from field: string created_at = 11;
+   * @generated from field: google.protobuf.Timestamp created_at = 11;
    */
-  createdAt: string;
+  createdAt?: Timestamp | undefined;
 
   /**
-   * @generated from field: string updated_at = 12;
+   * @generated from field: google.protobuf.Timestamp updated_at = 12;
    */
-  updatedAt: string;
+  updatedAt?: Timestamp | undefined;
 
   /**
-   * @generated from field: optional string published_at = 13;
+   * Unset when never published / not trashed.
+   *
+   * @generated from field: google.protobuf.Timestamp published_at = 13;
    */
-  publishedAt?: string | undefined;
+  publishedAt?: Timestamp | undefined;
 
   /**
-   * @generated from field: optional string trashed_at = 14;
+   * @generated from field: google.protobuf.Timestamp trashed_at = 14;
    */
-  trashedAt?: string | undefined;
+  trashedAt?: Timestamp | undefined;
 
   /**
    * The passport document `data` as JSON object text.
@@ -214,17 +218,40 @@ export const PassportSchema: GenMessage<Passport> = /*@__PURE__*/
   messageDesc(file_dpp_passport_v1_passport_service, 5);
 
 /**
+ * The body of POST .../passports, its shape checked by the gateway: the members
+ * are known, category is a string, external_id a string when given, data an
+ * object. The service checks the rest (a known category, the external_id's
+ * length, data against the category's schema) and refuses with JSON Pointers
+ * into the body.
+ *
  * @generated from message dpp.passport.v1.CreatePassportRequest
  */
 export type CreatePassportRequest = Message<"dpp.passport.v1.CreatePassportRequest"> & {
   /**
-   * The request body fields as JSON object text: {category, external_id?, data?}.
-   * Validation of the shape belongs to the service so that every refusal
-   * carries JSON Pointers into the body the integrator sent.
-   *
-   * @generated from field: string body_json = 1;
+   * @generated from field: string category = 1;
    */
-  bodyJson: string;
+  category: string;
+
+  /**
+   * @generated from field: optional string external_id = 2;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * The passport document `data` as JSON object text; empty for none ({}).
+   *
+   * @generated from field: string data_json = 3;
+   */
+  dataJson: string;
+
+  /**
+   * Check the request as a create would, then stop: nothing is written and the
+   * response holds no passport. The gateway asks this when it refuses the
+   * body's shape itself, so that its refusal lists the service's issues too.
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
 };
 
 /**
@@ -239,6 +266,8 @@ export const CreatePassportRequestSchema: GenMessage<CreatePassportRequest> = /*
  */
 export type CreatePassportResponse = Message<"dpp.passport.v1.CreatePassportResponse"> & {
   /**
+   * Unset when validate_only was asked.
+   *
    * @generated from field: dpp.passport.v1.Passport passport = 1;
    */
   passport?: Passport | undefined;
@@ -290,11 +319,11 @@ export const GetPassportResponseSchema: GenMessage<GetPassportResponse> = /*@__P
  */
 export type ListPassportsRequest = Message<"dpp.passport.v1.ListPassportsRequest"> & {
   /**
-   * Raw `limit` query value; empty means the default.
+   * Page size, 1 to 100, checked by the gateway; 0 means the default.
    *
-   * @generated from field: string limit = 1;
+   * @generated from field: int32 limit = 1;
    */
-  limit: string;
+  limit: number;
 
   /**
    * @generated from field: string cursor = 2;
@@ -302,19 +331,34 @@ export type ListPassportsRequest = Message<"dpp.passport.v1.ListPassportsRequest
   cursor: string;
 
   /**
-   * @generated from field: string status = 3;
+   * Only passports in this status; unspecified for all.
+   *
+   * @generated from field: dpp.passport.v1.PassportStatus status = 3;
    */
-  status: string;
+  status: PassportStatus;
 
   /**
+   * Only passports of this category; empty for all.
+   *
    * @generated from field: string category = 4;
    */
   category: string;
 
   /**
-   * @generated from field: string updated_since = 5;
+   * Only passports updated at or after this instant; unset for all.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_since = 5;
    */
-  updatedSince: string;
+  updatedSince?: Timestamp | undefined;
+
+  /**
+   * Check the query (category, cursor), then stop: nothing is read and the
+   * response is empty. The gateway asks this before it refuses a parameter
+   * that the spec checks after the category.
+   *
+   * @generated from field: bool validate_only = 6;
+   */
+  validateOnly: boolean;
 };
 
 /**
@@ -376,13 +420,6 @@ export type UpdatePassportRequest = Message<"dpp.passport.v1.UpdatePassportReque
    * @generated from field: optional int32 expected_version = 3;
    */
   expectedVersion?: number | undefined;
-
-  /**
-   * If-Match: * was sent (the passport must exist).
-   *
-   * @generated from field: bool if_match_any = 4;
-   */
-  ifMatchAny: boolean;
 };
 
 /**
@@ -455,21 +492,17 @@ export type PublishPassportRequest = Message<"dpp.passport.v1.PublishPassportReq
   id: string;
 
   /**
-   * The optional request body as JSON object text: {variant_review_fingerprint?}.
+   * From the optional body: the 64-character lower-case hex fingerprint of
+   * GET .../variants/review, checked by the gateway.
    *
-   * @generated from field: string body_json = 2;
+   * @generated from field: optional string variant_review_fingerprint = 2;
    */
-  bodyJson: string;
+  variantReviewFingerprint?: string | undefined;
 
   /**
    * @generated from field: optional int32 expected_version = 3;
    */
   expectedVersion?: number | undefined;
-
-  /**
-   * @generated from field: bool if_match_any = 4;
-   */
-  ifMatchAny: boolean;
 };
 
 /**
@@ -480,9 +513,42 @@ export const PublishPassportRequestSchema: GenMessage<PublishPassportRequest> = 
   messageDesc(file_dpp_passport_v1_passport_service, 15);
 
 /**
+ * A publish either publishes, or (asked by a connector) records a publish
+ * approval that a person must give: a result, not an error. The gateway answers
+ * the second with 202 human_approval_required.
+ *
  * @generated from message dpp.passport.v1.PublishPassportResponse
  */
 export type PublishPassportResponse = Message<"dpp.passport.v1.PublishPassportResponse"> & {
+  /**
+   * @generated from oneof dpp.passport.v1.PublishPassportResponse.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: dpp.passport.v1.PassportPublished published = 1;
+     */
+    value: PassportPublished;
+    case: "published";
+  } | {
+    /**
+     * @generated from field: dpp.passport.v1.PublishApprovalRequired approval_required = 2;
+     */
+    value: PublishApprovalRequired;
+    case: "approvalRequired";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message dpp.passport.v1.PublishPassportResponse.
+ * Use `create(PublishPassportResponseSchema)` to create a new message.
+ */
+export const PublishPassportResponseSchema: GenMessage<PublishPassportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 16);
+
+/**
+ * @generated from message dpp.passport.v1.PassportPublished
+ */
+export type PassportPublished = Message<"dpp.passport.v1.PassportPublished"> & {
   /**
    * @generated from field: dpp.passport.v1.Passport passport = 1;
    */
@@ -495,11 +561,42 @@ export type PublishPassportResponse = Message<"dpp.passport.v1.PublishPassportRe
 };
 
 /**
- * Describes the message dpp.passport.v1.PublishPassportResponse.
- * Use `create(PublishPassportResponseSchema)` to create a new message.
+ * Describes the message dpp.passport.v1.PassportPublished.
+ * Use `create(PassportPublishedSchema)` to create a new message.
  */
-export const PublishPassportResponseSchema: GenMessage<PublishPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 16);
+export const PassportPublishedSchema: GenMessage<PassportPublished> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 17);
+
+/**
+ * Nothing was published; the request was recorded for a person to approve.
+ *
+ * @generated from message dpp.passport.v1.PublishApprovalRequired
+ */
+export type PublishApprovalRequired = Message<"dpp.passport.v1.PublishApprovalRequired"> & {
+  /**
+   * @generated from field: string passport_id = 1;
+   */
+  passportId: string;
+
+  /**
+   * @generated from field: string approval_id = 2;
+   */
+  approvalId: string;
+
+  /**
+   * Where a person at the organization approves it.
+   *
+   * @generated from field: string review_url = 3;
+   */
+  reviewUrl: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.PublishApprovalRequired.
+ * Use `create(PublishApprovalRequiredSchema)` to create a new message.
+ */
+export const PublishApprovalRequiredSchema: GenMessage<PublishApprovalRequired> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 18);
 
 /**
  * @generated from message dpp.passport.v1.UnpublishPassportRequest
@@ -514,11 +611,6 @@ export type UnpublishPassportRequest = Message<"dpp.passport.v1.UnpublishPasspor
    * @generated from field: optional int32 expected_version = 2;
    */
   expectedVersion?: number | undefined;
-
-  /**
-   * @generated from field: bool if_match_any = 3;
-   */
-  ifMatchAny: boolean;
 };
 
 /**
@@ -526,7 +618,7 @@ export type UnpublishPassportRequest = Message<"dpp.passport.v1.UnpublishPasspor
  * Use `create(UnpublishPassportRequestSchema)` to create a new message.
  */
 export const UnpublishPassportRequestSchema: GenMessage<UnpublishPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 17);
+  messageDesc(file_dpp_passport_v1_passport_service, 19);
 
 /**
  * @generated from message dpp.passport.v1.UnpublishPassportResponse
@@ -543,7 +635,7 @@ export type UnpublishPassportResponse = Message<"dpp.passport.v1.UnpublishPasspo
  * Use `create(UnpublishPassportResponseSchema)` to create a new message.
  */
 export const UnpublishPassportResponseSchema: GenMessage<UnpublishPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 18);
+  messageDesc(file_dpp_passport_v1_passport_service, 20);
 
 /**
  * @generated from message dpp.passport.v1.TrashPassportRequest
@@ -558,11 +650,6 @@ export type TrashPassportRequest = Message<"dpp.passport.v1.TrashPassportRequest
    * @generated from field: optional int32 expected_version = 2;
    */
   expectedVersion?: number | undefined;
-
-  /**
-   * @generated from field: bool if_match_any = 3;
-   */
-  ifMatchAny: boolean;
 };
 
 /**
@@ -570,7 +657,7 @@ export type TrashPassportRequest = Message<"dpp.passport.v1.TrashPassportRequest
  * Use `create(TrashPassportRequestSchema)` to create a new message.
  */
 export const TrashPassportRequestSchema: GenMessage<TrashPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 19);
+  messageDesc(file_dpp_passport_v1_passport_service, 21);
 
 /**
  * @generated from message dpp.passport.v1.TrashPassportResponse
@@ -587,7 +674,7 @@ export type TrashPassportResponse = Message<"dpp.passport.v1.TrashPassportRespon
  * Use `create(TrashPassportResponseSchema)` to create a new message.
  */
 export const TrashPassportResponseSchema: GenMessage<TrashPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 20);
+  messageDesc(file_dpp_passport_v1_passport_service, 22);
 
 /**
  * @generated from message dpp.passport.v1.RestorePassportRequest
@@ -602,11 +689,6 @@ export type RestorePassportRequest = Message<"dpp.passport.v1.RestorePassportReq
    * @generated from field: optional int32 expected_version = 2;
    */
   expectedVersion?: number | undefined;
-
-  /**
-   * @generated from field: bool if_match_any = 3;
-   */
-  ifMatchAny: boolean;
 };
 
 /**
@@ -614,7 +696,7 @@ export type RestorePassportRequest = Message<"dpp.passport.v1.RestorePassportReq
  * Use `create(RestorePassportRequestSchema)` to create a new message.
  */
 export const RestorePassportRequestSchema: GenMessage<RestorePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 21);
+  messageDesc(file_dpp_passport_v1_passport_service, 23);
 
 /**
  * @generated from message dpp.passport.v1.RestorePassportResponse
@@ -631,7 +713,7 @@ export type RestorePassportResponse = Message<"dpp.passport.v1.RestorePassportRe
  * Use `create(RestorePassportResponseSchema)` to create a new message.
  */
 export const RestorePassportResponseSchema: GenMessage<RestorePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 22);
+  messageDesc(file_dpp_passport_v1_passport_service, 24);
 
 /**
  * @generated from message dpp.passport.v1.DeactivatePassportRequest
@@ -653,7 +735,7 @@ export type DeactivatePassportRequest = Message<"dpp.passport.v1.DeactivatePassp
  * Use `create(DeactivatePassportRequestSchema)` to create a new message.
  */
 export const DeactivatePassportRequestSchema: GenMessage<DeactivatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 23);
+  messageDesc(file_dpp_passport_v1_passport_service, 25);
 
 /**
  * @generated from message dpp.passport.v1.DeactivatePassportResponse
@@ -670,7 +752,7 @@ export type DeactivatePassportResponse = Message<"dpp.passport.v1.DeactivatePass
  * Use `create(DeactivatePassportResponseSchema)` to create a new message.
  */
 export const DeactivatePassportResponseSchema: GenMessage<DeactivatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 24);
+  messageDesc(file_dpp_passport_v1_passport_service, 26);
 
 /**
  * @generated from message dpp.passport.v1.ReactivatePassportRequest
@@ -692,7 +774,7 @@ export type ReactivatePassportRequest = Message<"dpp.passport.v1.ReactivatePassp
  * Use `create(ReactivatePassportRequestSchema)` to create a new message.
  */
 export const ReactivatePassportRequestSchema: GenMessage<ReactivatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 25);
+  messageDesc(file_dpp_passport_v1_passport_service, 27);
 
 /**
  * @generated from message dpp.passport.v1.ReactivatePassportResponse
@@ -709,7 +791,7 @@ export type ReactivatePassportResponse = Message<"dpp.passport.v1.ReactivatePass
  * Use `create(ReactivatePassportResponseSchema)` to create a new message.
  */
 export const ReactivatePassportResponseSchema: GenMessage<ReactivatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 26);
+  messageDesc(file_dpp_passport_v1_passport_service, 28);
 
 /**
  * @generated from message dpp.passport.v1.LockPassportRequest
@@ -731,7 +813,7 @@ export type LockPassportRequest = Message<"dpp.passport.v1.LockPassportRequest">
  * Use `create(LockPassportRequestSchema)` to create a new message.
  */
 export const LockPassportRequestSchema: GenMessage<LockPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 27);
+  messageDesc(file_dpp_passport_v1_passport_service, 29);
 
 /**
  * @generated from message dpp.passport.v1.LockPassportResponse
@@ -748,7 +830,7 @@ export type LockPassportResponse = Message<"dpp.passport.v1.LockPassportResponse
  * Use `create(LockPassportResponseSchema)` to create a new message.
  */
 export const LockPassportResponseSchema: GenMessage<LockPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 28);
+  messageDesc(file_dpp_passport_v1_passport_service, 30);
 
 /**
  * @generated from message dpp.passport.v1.UnlockPassportRequest
@@ -770,7 +852,7 @@ export type UnlockPassportRequest = Message<"dpp.passport.v1.UnlockPassportReque
  * Use `create(UnlockPassportRequestSchema)` to create a new message.
  */
 export const UnlockPassportRequestSchema: GenMessage<UnlockPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 29);
+  messageDesc(file_dpp_passport_v1_passport_service, 31);
 
 /**
  * @generated from message dpp.passport.v1.UnlockPassportResponse
@@ -787,7 +869,7 @@ export type UnlockPassportResponse = Message<"dpp.passport.v1.UnlockPassportResp
  * Use `create(UnlockPassportResponseSchema)` to create a new message.
  */
 export const UnlockPassportResponseSchema: GenMessage<UnlockPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 30);
+  messageDesc(file_dpp_passport_v1_passport_service, 32);
 
 /**
  * @generated from message dpp.passport.v1.ValidationIssue
@@ -806,11 +888,9 @@ export type ValidationIssue = Message<"dpp.passport.v1.ValidationIssue"> & {
   rule: string;
 
   /**
-   * "error" or "warning".
-   *
-   * @generated from field: string severity = 3;
+   * @generated from field: dpp.passport.v1.ValidationSeverity severity = 3;
    */
-  severity: string;
+  severity: ValidationSeverity;
 
   /**
    * @generated from field: string message = 4;
@@ -823,7 +903,7 @@ export type ValidationIssue = Message<"dpp.passport.v1.ValidationIssue"> & {
  * Use `create(ValidationIssueSchema)` to create a new message.
  */
 export const ValidationIssueSchema: GenMessage<ValidationIssue> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 31);
+  messageDesc(file_dpp_passport_v1_passport_service, 33);
 
 /**
  * @generated from message dpp.passport.v1.Validation
@@ -880,9 +960,9 @@ export type Validation = Message<"dpp.passport.v1.Validation"> & {
   warningCount: number;
 
   /**
-   * @generated from field: string checked_at = 11;
+   * @generated from field: google.protobuf.Timestamp checked_at = 11;
    */
-  checkedAt: string;
+  checkedAt?: Timestamp | undefined;
 
   /**
    * @generated from field: repeated dpp.passport.v1.ValidationIssue issues = 12;
@@ -900,7 +980,7 @@ export type Validation = Message<"dpp.passport.v1.Validation"> & {
  * Use `create(ValidationSchema)` to create a new message.
  */
 export const ValidationSchema: GenMessage<Validation> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 32);
+  messageDesc(file_dpp_passport_v1_passport_service, 34);
 
 /**
  * @generated from message dpp.passport.v1.ValidatePassportRequest
@@ -912,11 +992,11 @@ export type ValidatePassportRequest = Message<"dpp.passport.v1.ValidatePassportR
   id: string;
 
   /**
-   * The optional request body as JSON object text: {dry_run?}.
+   * From the optional body: check without keeping the validation record.
    *
-   * @generated from field: string body_json = 2;
+   * @generated from field: bool dry_run = 2;
    */
-  bodyJson: string;
+  dryRun: boolean;
 };
 
 /**
@@ -924,7 +1004,7 @@ export type ValidatePassportRequest = Message<"dpp.passport.v1.ValidatePassportR
  * Use `create(ValidatePassportRequestSchema)` to create a new message.
  */
 export const ValidatePassportRequestSchema: GenMessage<ValidatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 33);
+  messageDesc(file_dpp_passport_v1_passport_service, 35);
 
 /**
  * @generated from message dpp.passport.v1.ValidatePassportResponse
@@ -941,7 +1021,7 @@ export type ValidatePassportResponse = Message<"dpp.passport.v1.ValidatePassport
  * Use `create(ValidatePassportResponseSchema)` to create a new message.
  */
 export const ValidatePassportResponseSchema: GenMessage<ValidatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 34);
+  messageDesc(file_dpp_passport_v1_passport_service, 36);
 
 /**
  * @generated from message dpp.passport.v1.Gs1DigitalLink
@@ -980,7 +1060,7 @@ export type Gs1DigitalLink = Message<"dpp.passport.v1.Gs1DigitalLink"> & {
  * Use `create(Gs1DigitalLinkSchema)` to create a new message.
  */
 export const Gs1DigitalLinkSchema: GenMessage<Gs1DigitalLink> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 35);
+  messageDesc(file_dpp_passport_v1_passport_service, 37);
 
 /**
  * @generated from message dpp.passport.v1.PassportLinks
@@ -997,9 +1077,9 @@ export type PassportLinks = Message<"dpp.passport.v1.PassportLinks"> & {
   organizationId: string;
 
   /**
-   * @generated from field: string status = 3;
+   * @generated from field: dpp.passport.v1.PassportStatus status = 3;
    */
-  status: string;
+  status: PassportStatus;
 
   /**
    * @generated from field: bool livemode = 4;
@@ -1054,7 +1134,7 @@ export type PassportLinks = Message<"dpp.passport.v1.PassportLinks"> & {
  * Use `create(PassportLinksSchema)` to create a new message.
  */
 export const PassportLinksSchema: GenMessage<PassportLinks> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 36);
+  messageDesc(file_dpp_passport_v1_passport_service, 38);
 
 /**
  * @generated from message dpp.passport.v1.GetPassportLinksRequest
@@ -1071,7 +1151,7 @@ export type GetPassportLinksRequest = Message<"dpp.passport.v1.GetPassportLinksR
  * Use `create(GetPassportLinksRequestSchema)` to create a new message.
  */
 export const GetPassportLinksRequestSchema: GenMessage<GetPassportLinksRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 37);
+  messageDesc(file_dpp_passport_v1_passport_service, 39);
 
 /**
  * @generated from message dpp.passport.v1.GetPassportLinksResponse
@@ -1088,14 +1168,16 @@ export type GetPassportLinksResponse = Message<"dpp.passport.v1.GetPassportLinks
  * Use `create(GetPassportLinksResponseSchema)` to create a new message.
  */
 export const GetPassportLinksResponseSchema: GenMessage<GetPassportLinksResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 38);
+  messageDesc(file_dpp_passport_v1_passport_service, 40);
 
 /**
- * @generated from message dpp.passport.v1.GtinClaim
+ * A claim asked for: always of role variant.
+ *
+ * @generated from message dpp.passport.v1.NewGtinClaim
  */
-export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
+export type NewGtinClaim = Message<"dpp.passport.v1.NewGtinClaim"> & {
   /**
-   * 8, 12, 13 or 14 digits on input; always 14 digits on output.
+   * 8, 12, 13 or 14 digits.
    *
    * @generated from field: string gtin = 1;
    */
@@ -1112,13 +1194,44 @@ export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
    * @generated from field: string owner_id = 3;
    */
   ownerId: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.NewGtinClaim.
+ * Use `create(NewGtinClaimSchema)` to create a new message.
+ */
+export const NewGtinClaimSchema: GenMessage<NewGtinClaim> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 41);
+
+/**
+ * A claim held.
+ *
+ * @generated from message dpp.passport.v1.GtinClaim
+ */
+export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
+  /**
+   * Always 14 digits.
+   *
+   * @generated from field: string gtin = 1;
+   */
+  gtin: string;
 
   /**
-   * "variant" for claims made through ClaimGtins; "lead" for a passport's own GTIN.
-   *
-   * @generated from field: string role = 4;
+   * @generated from field: string passport_id = 2;
    */
-  role: string;
+  passportId: string;
+
+  /**
+   * @generated from field: string owner_id = 3;
+   */
+  ownerId: string;
+
+  /**
+   * Variant, or lead when the passport's own GTIN already holds it.
+   *
+   * @generated from field: dpp.passport.v1.GtinClaimRole role = 4;
+   */
+  role: GtinClaimRole;
 };
 
 /**
@@ -1126,18 +1239,18 @@ export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
  * Use `create(GtinClaimSchema)` to create a new message.
  */
 export const GtinClaimSchema: GenMessage<GtinClaim> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 39);
+  messageDesc(file_dpp_passport_v1_passport_service, 42);
 
 /**
  * @generated from message dpp.passport.v1.ClaimGtinsRequest
  */
 export type ClaimGtinsRequest = Message<"dpp.passport.v1.ClaimGtinsRequest"> & {
   /**
-   * 1 to 1000 claims, role variant; all are claimed or none.
+   * 1 to 1000 claims; all are claimed or none.
    *
-   * @generated from field: repeated dpp.passport.v1.GtinClaim claims = 1;
+   * @generated from field: repeated dpp.passport.v1.NewGtinClaim claims = 1;
    */
-  claims: GtinClaim[];
+  claims: NewGtinClaim[];
 };
 
 /**
@@ -1145,7 +1258,7 @@ export type ClaimGtinsRequest = Message<"dpp.passport.v1.ClaimGtinsRequest"> & {
  * Use `create(ClaimGtinsRequestSchema)` to create a new message.
  */
 export const ClaimGtinsRequestSchema: GenMessage<ClaimGtinsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 40);
+  messageDesc(file_dpp_passport_v1_passport_service, 43);
 
 /**
  * @generated from message dpp.passport.v1.ClaimGtinsResponse
@@ -1162,7 +1275,7 @@ export type ClaimGtinsResponse = Message<"dpp.passport.v1.ClaimGtinsResponse"> &
  * Use `create(ClaimGtinsResponseSchema)` to create a new message.
  */
 export const ClaimGtinsResponseSchema: GenMessage<ClaimGtinsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 41);
+  messageDesc(file_dpp_passport_v1_passport_service, 44);
 
 /**
  * @generated from message dpp.passport.v1.GtinRelease
@@ -1184,7 +1297,7 @@ export type GtinRelease = Message<"dpp.passport.v1.GtinRelease"> & {
  * Use `create(GtinReleaseSchema)` to create a new message.
  */
 export const GtinReleaseSchema: GenMessage<GtinRelease> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 42);
+  messageDesc(file_dpp_passport_v1_passport_service, 45);
 
 /**
  * @generated from message dpp.passport.v1.ReleaseGtinsRequest
@@ -1203,7 +1316,7 @@ export type ReleaseGtinsRequest = Message<"dpp.passport.v1.ReleaseGtinsRequest">
  * Use `create(ReleaseGtinsRequestSchema)` to create a new message.
  */
 export const ReleaseGtinsRequestSchema: GenMessage<ReleaseGtinsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 43);
+  messageDesc(file_dpp_passport_v1_passport_service, 46);
 
 /**
  * @generated from message dpp.passport.v1.ReleaseGtinsResponse
@@ -1229,7 +1342,7 @@ export type ReleaseGtinsResponse = Message<"dpp.passport.v1.ReleaseGtinsResponse
  * Use `create(ReleaseGtinsResponseSchema)` to create a new message.
  */
 export const ReleaseGtinsResponseSchema: GenMessage<ReleaseGtinsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 44);
+  messageDesc(file_dpp_passport_v1_passport_service, 47);
 
 /**
  * @generated from message dpp.passport.v1.GetUsageRequest
@@ -1242,7 +1355,7 @@ export type GetUsageRequest = Message<"dpp.passport.v1.GetUsageRequest"> & {
  * Use `create(GetUsageRequestSchema)` to create a new message.
  */
 export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 45);
+  messageDesc(file_dpp_passport_v1_passport_service, 48);
 
 /**
  * @generated from message dpp.passport.v1.GetUsageResponse
@@ -1254,13 +1367,6 @@ export type GetUsageResponse = Message<"dpp.passport.v1.GetUsageResponse"> & {
    * @generated from field: int32 published_count = 1;
    */
   publishedCount: number;
-
-  /**
-   * Passports that are not trashed.
-   *
-   * @generated from field: int32 passport_count = 2;
-   */
-  passportCount: number;
 };
 
 /**
@@ -1268,7 +1374,112 @@ export type GetUsageResponse = Message<"dpp.passport.v1.GetUsageResponse"> & {
  * Use `create(GetUsageResponseSchema)` to create a new message.
  */
 export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 46);
+  messageDesc(file_dpp_passport_v1_passport_service, 49);
+
+/**
+ * The lifecycle status of a passport (docs/decisions/0009-passport-lifecycle.md).
+ * The spec's strings are mapped in one place per module: the passport service's
+ * src/rpc/messages.ts and the gateway's passport mapping.
+ *
+ * @generated from enum dpp.passport.v1.PassportStatus
+ */
+export enum PassportStatus {
+  /**
+   * @generated from enum value: PASSPORT_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: PASSPORT_STATUS_DRAFT = 1;
+   */
+  DRAFT = 1,
+
+  /**
+   * @generated from enum value: PASSPORT_STATUS_PUBLISHED = 2;
+   */
+  PUBLISHED = 2,
+
+  /**
+   * @generated from enum value: PASSPORT_STATUS_DEACTIVATED = 3;
+   */
+  DEACTIVATED = 3,
+
+  /**
+   * @generated from enum value: PASSPORT_STATUS_TRASHED = 4;
+   */
+  TRASHED = 4,
+
+  /**
+   * @generated from enum value: PASSPORT_STATUS_READONLY = 5;
+   */
+  READONLY = 5,
+}
+
+/**
+ * Describes the enum dpp.passport.v1.PassportStatus.
+ */
+export const PassportStatusSchema: GenEnum<PassportStatus> = /*@__PURE__*/
+  enumDesc(file_dpp_passport_v1_passport_service, 0);
+
+/**
+ * @generated from enum dpp.passport.v1.ValidationSeverity
+ */
+export enum ValidationSeverity {
+  /**
+   * @generated from enum value: VALIDATION_SEVERITY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Blocks publishing.
+   *
+   * @generated from enum value: VALIDATION_SEVERITY_ERROR = 1;
+   */
+  ERROR = 1,
+
+  /**
+   * Reported; publishing goes ahead.
+   *
+   * @generated from enum value: VALIDATION_SEVERITY_WARNING = 2;
+   */
+  WARNING = 2,
+}
+
+/**
+ * Describes the enum dpp.passport.v1.ValidationSeverity.
+ */
+export const ValidationSeveritySchema: GenEnum<ValidationSeverity> = /*@__PURE__*/
+  enumDesc(file_dpp_passport_v1_passport_service, 1);
+
+/**
+ * @generated from enum dpp.passport.v1.GtinClaimRole
+ */
+export enum GtinClaimRole {
+  /**
+   * @generated from enum value: GTIN_CLAIM_ROLE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A passport's own GTIN (data.gtin).
+   *
+   * @generated from enum value: GTIN_CLAIM_ROLE_LEAD = 1;
+   */
+  LEAD = 1,
+
+  /**
+   * A GTIN claimed through ClaimGtins, e.g. for a variant.
+   *
+   * @generated from enum value: GTIN_CLAIM_ROLE_VARIANT = 2;
+   */
+  VARIANT = 2,
+}
+
+/**
+ * Describes the enum dpp.passport.v1.GtinClaimRole.
+ */
+export const GtinClaimRoleSchema: GenEnum<GtinClaimRole> = /*@__PURE__*/
+  enumDesc(file_dpp_passport_v1_passport_service, 2);
 
 /**
  * PassportService owns categories, passports and the GTIN claims table.
