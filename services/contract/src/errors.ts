@@ -124,6 +124,11 @@ export class ApiError extends Error {
    * `headers` field of dpp.common.v1.ApiError, never inside the details.
    */
   readonly headers: Record<string, string>;
+  /**
+   * Set on a refusal replayed under an Idempotency-Key: the request it was first given to, whose id the
+   * envelope repeats (the Request-Id header still names this exchange).
+   */
+  replayedRequestId?: string;
 
   constructor(
     code: ErrorCode,
@@ -182,7 +187,7 @@ export function toEnvelope(
       code: err.code,
       message: err.message,
       documentation_url: `${documentationBase}#${err.code}`,
-      request_id: requestId,
+      request_id: err.replayedRequestId ?? requestId,
       details: err.details,
     },
   };

@@ -27,6 +27,4 @@ export const gatewayEnv = {
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: positiveInt(60),
   /** Lifetime of a cached key record; the bound on revocation when a change notification is lost (max 5000). */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5000).default(5000),
-  /** How often expired idempotency records (older than 24 h) are reaped. */
-  IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
 };

@@ -12,13 +12,12 @@ import { gatewayModules } from "./modules";
 import { routeTable } from "./routes";
 import { KeyCache, listenForKeyChanges } from "./modules/identity/key-cache";
 import { RateLimiter } from "./ratelimit/limiter";
-import { IdempotencyStore } from "./idempotency/idempotency";
 
 export const GATEWAY_SCHEMA = "gateway";
 
 /**
  * The gateway on the kit's service template: its store, one client per downstream service, the key cache,
- * rate limits, idempotency and the HTTP server. Stop hooks run last-registered first, so the HTTP server
+ * rate limits and the HTTP server. Stop hooks run last-registered first, so the HTTP server
  * drains before anything it uses is closed.
  */
 export const gatewayService = defineService({
@@ -45,18 +44,9 @@ export const gatewayService = defineService({
       log,
     });
     rt.onStop(() => rateLimiter.close());
-    // An in-flight claim outlives the longest call it guards (the deadline) by a margin.
-    const idempotency = new IdempotencyStore(db, config.GRPC_DEADLINE_MS + 30_000);
-    rt.job({
-      name: "gateway:idempotency-reaper",
-      intervalMs: config.IDEMPOTENCY_REAP_INTERVAL_MS,
-      run: () => idempotency.reap(),
-      report: "idempotency records past retention reaped",
-    });
     const app = createApp({
       authenticator: new Authenticator(identity, undefined, keyCache),
       rateLimiter,
-      idempotency,
       routes: routeTable(gatewayModules({ identity, ...clients })),
       log,
       docsBaseUrl: config.DOCS_BASE_URL,

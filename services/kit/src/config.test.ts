@@ -18,6 +18,7 @@ describe("loadConfig", () => {
       DB_POOL_MAX: 10,
       RELAY_INTERVAL_MS: 500,
       SHUTDOWN_GRACE_MS: 10000,
+      IDEMPOTENCY_REAP_INTERVAL_MS: 600000,
       KAFKA_SSL: false,
       KAFKA_TOPIC_PARTITIONS: 6,
     });

@@ -21,7 +21,9 @@ import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
-import type { RequestContext } from "./context";
+import type { Kysely } from "kysely";
+import { requireTenant, type RequestContext } from "./context";
+import { runIdempotent } from "./idempotency";
 import {
   CONTEXT_METADATA_KEY,
   type ContextSigner,
@@ -123,6 +125,7 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
           message: apiErr.message,
           detailsJson: JSON.stringify(apiErr.details),
           headers: apiErr.headers,
+          replayedRequestId: apiErr.replayedRequestId ?? "",
         }),
       ),
     ],
@@ -160,7 +163,9 @@ function decodeApiError(err: grpc.ServiceError): ApiError | undefined {
       const e = anyUnpack(any, commonV1.ApiErrorSchema);
       if (e && isErrorCode(e.code)) {
         const details = e.detailsJson ? (JSON.parse(e.detailsJson) as Record<string, unknown>) : {};
-        return new ApiError(e.code as ErrorCode, e.message, details, { ...e.headers });
+        const apiErr = new ApiError(e.code as ErrorCode, e.message, details, { ...e.headers });
+        if (e.replayedRequestId) apiErr.replayedRequestId = e.replayedRequestId;
+        return apiErr;
       }
     }
   } catch {
@@ -226,9 +231,11 @@ export function addService<T extends GenServiceMethods>(
   impl: ServiceImpl<T>,
   log: Logger,
   verifier: ContextVerifier,
+  options: AddServiceOptions = {},
 ): void {
   const desc = service as unknown as DescService;
   const handlers: grpc.UntypedServiceImplementation = {};
+  const idem = options.idempotency;
   for (const m of desc.methods) {
     const fn = (impl as Record<string, UnaryImpl<DescMessage, DescMessage>>)[m.localName];
     if (!fn) throw new Error(`${desc.typeName}.${m.name} has no implementation`);
@@ -250,24 +257,78 @@ export function addService<T extends GenServiceMethods>(
       }
       const { ctx, caller } = verified;
       const callLog = log.child({ request_id: ctx.requestId, rpc: m.name, caller });
-      Promise.resolve()
-        .then(() =>
-          fn(call.request, {
-            ctx,
-            caller,
-            log: callLog,
-            deadline: call.getDeadline(),
-            cancelled: () => call.cancelled,
-          }),
-        )
-        .then((res) => cb(null, create(m.output, res as MessageInitShape<DescMessage>)))
+      // Work whose caller already gave up is not started: its answer could only be lost.
+      if (call.cancelled || deadlinePassed(call.getDeadline())) {
+        callLog.warn("deadline passed before the call started; not started");
+        cb(
+          {
+            code: grpc.status.DEADLINE_EXCEEDED,
+            details: "The caller's deadline passed before the call started.",
+          },
+          null,
+        );
+        return;
+      }
+      // A handler may throw synchronously: the promise chain turns it into a refusal like any other.
+      const run = () =>
+        Promise.resolve()
+          .then(() =>
+            fn(call.request, {
+              ctx,
+              caller,
+              log: callLog,
+              deadline: call.getDeadline(),
+              cancelled: () => call.cancelled,
+            }),
+          )
+          .then((res) => create(m.output, res as MessageInitShape<DescMessage>));
+      const answer =
+        idem && ctx.idempotency
+          ? runIdempotent(
+              {
+                db: idem.db,
+                ctx: requireTenant(ctx),
+                method: path,
+                encode: (r) => toBinary(m.output, r),
+                decode: (b) => fromBinary(m.output, b),
+                onCommitted: idem.onCommitted,
+              },
+              run,
+            )
+          : run().then((response) => ({ response, replayed: false }));
+      answer
+        .then(({ response, replayed }) => {
+          if (replayed) {
+            const md = new grpc.Metadata();
+            md.set(REPLAYED_METADATA_KEY, "true");
+            call.sendMetadata(md);
+          }
+          cb(null, response);
+        })
         .catch((err: unknown) => cb(toServiceError(err, callLog), null));
     };
   }
   server.addService(serviceDefinition(desc), handlers);
 }
 
+export interface AddServiceOptions {
+  /**
+   * Calls whose context carries an Idempotency-Key run once per key, their result recorded in the same
+   * transaction as their writes (idempotency.ts), on this database (the service's own schema).
+   */
+  idempotency?: { db: Kysely<any>; onCommitted?: () => void };
+}
+
+/** Initial metadata of an answer that replays the result recorded under the call's Idempotency-Key. */
+export const REPLAYED_METADATA_KEY = "x-dpp-idempotent-replayed";
+
+function deadlinePassed(deadline: grpc.Deadline): boolean {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) && at <= Date.now();
+}
+
 export interface CallOptions {
+  /** The request context, signed into the call; `outcome` is filled from the answer. */
   context: RequestContext;
   deadlineMs?: number;
 }
@@ -324,9 +385,14 @@ export function createClient<T extends GenServiceMethods>(
         const deadline = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
         const md = new grpc.Metadata();
         md.set(CONTEXT_METADATA_KEY, signer.sign(o.context, { audience, method, deadline }));
-        raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
+        const call = raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
           e ? reject(fromServiceError(e, audience, log)) : resolve(r),
-        );
+        ) as unknown as grpc.ClientUnaryCall;
+        // Initial metadata arrives before the answer: a replay is known when the promise resolves.
+        call.on("metadata", (received: grpc.Metadata) => {
+          if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
+            o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
+        });
       });
   }
   return out as PromiseClient<T> & { close(): void };

@@ -42,8 +42,8 @@ export interface IdempotencyTable {
   request_id: string;
   /** The response message (protobuf binary), when the call answered. */
   response: Buffer | null;
-  /** The refusal, when the call was refused: {code, message, details, headers}. */
-  error: unknown;
+  /** The refusal, when the call was refused: {code, message, details, headers} as JSON text (its key order kept). */
+  error: string | RecordedError | null;
   created_at: Date;
 }
 
@@ -63,7 +63,7 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
     .addColumn("method", "text", (c) => c.notNull())
     .addColumn("request_id", "text", (c) => c.notNull())
     .addColumn("response", "bytea")
-    .addColumn("error", "jsonb")
+    .addColumn("error", "text")
     .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint("idempotency_pk", [
       "organization_id",
@@ -171,7 +171,9 @@ export async function runIdempotent<R>(
           { idempotency_key: idem.key },
         );
       if (found.response) return { response: o.decode(found.response), replayed: true };
-      throw replayedError(found.error as RecordedError);
+      // Text keeps the recorded key order (a table created as jsonb by an earlier kit answers an object).
+      const recorded = typeof found.error === "string" ? JSON.parse(found.error) : found.error;
+      throw replayedError(recorded as RecordedError, found.request_id);
     }
     // An expired record is replaced.
     await where(trx.deleteFrom("idempotency")).execute();
@@ -212,10 +214,12 @@ export async function runIdempotent<R>(
   return outcome!;
 }
 
-/** A recorded refusal, answered again and marked as a replay. */
-function replayedError(e: RecordedError): ApiError {
+/** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */
+function replayedError(e: RecordedError, requestId: string): ApiError {
   const code: ErrorCode = isErrorCode(e.code) ? e.code : "internal_error";
-  return new ApiError(code, e.message, e.details, { ...e.headers, [REPLAYED_HEADER]: "true" });
+  const err = new ApiError(code, e.message, e.details, { ...e.headers, [REPLAYED_HEADER]: "true" });
+  err.replayedRequestId = requestId;
+  return err;
 }
 
 /** Deletes records past the retention window; returns how many. A leader job runs it (service.ts). */

@@ -32,6 +32,7 @@ import { createBus } from "./bus-factory";
 import { migrateBus, type Bus } from "./bus";
 import { OutboxRelay } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
+import { reapIdempotencyRecords } from "./idempotency";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
@@ -54,6 +55,8 @@ export const commonServiceEnv = {
   RELAY_INTERVAL_MS: positiveInt(500),
   /** Time in-flight calls get on SIGTERM. */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
+  /** How often idempotency records older than 24 h are deleted (services that keep them). */
+  IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
   ...kafkaEnv,
   /**
    * Internal authentication (internal-auth.ts). Optional in the schema so that `migrate` runs without
@@ -108,6 +111,12 @@ export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
   grpcPort?: number;
   /** The service writes domain events to its outbox: the template runs the relay. */
   outbox?: boolean;
+  /**
+   * The service honours Idempotency-Keys: a call whose context carries one runs once per key, its result
+   * recorded in the same transaction as its writes (idempotency.ts; its migrations create the table with
+   * createIdempotencyTable). The template also reaps expired records.
+   */
+  idempotency?: boolean;
   /** Cross-field rules of the service's own variables. */
   refine?: (config: ServiceConfig<Env>, ctx: z.RefinementCtx) => void;
   /** Builds the service on the runtime; what it returns is exposed on the handle (tests use it). */
@@ -249,7 +258,9 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         if (!verifier) throw new Error(`${def.name} is not a gRPC service`);
         const trust = verifier;
         registrations.push((server) => {
-          addService(server, service, impl, log, trust);
+          addService(server, service, impl, log, trust, {
+            idempotency: def.idempotency ? { db, onCommitted: () => relay?.wake() } : undefined,
+          });
           return (service as unknown as { typeName: string }).typeName;
         });
       },
@@ -262,6 +273,13 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         hooks.push(fn);
       },
     };
+    if (def.idempotency)
+      rt.job({
+        name: `${def.name}:idempotency-reaper`,
+        intervalMs: config.IDEMPOTENCY_REAP_INTERVAL_MS,
+        run: () => reapIdempotencyRecords(db),
+        report: "idempotency records past retention reaped",
+      });
     const extra = await def.start(rt);
     let port = 0;
     if (def.grpcPort !== undefined) {

@@ -1,7 +1,7 @@
 /**
  * The HTTP app: probes, then /v1 routed from the route table (src/routes.ts). Each route runs the same
  * chain (middleware/): authenticate and check the scope → rate limit → conditional headers →
- * Idempotency-Key syntax → media type and JSON body with the route's limit → idempotency claim → its
+ * Idempotency-Key syntax → media type and JSON body with the route's limit → idempotency scope → its
  * handler. Unknown methods answer 405 with Allow, unknown paths 404; one error handler builds every
  * error envelope.
  */
@@ -10,7 +10,6 @@ import { ApiError } from "@dpp/contract";
 import { type Logger } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
-import type { IdempotencyStore } from "../idempotency/idempotency";
 import { allowedMethods, expressPath, type Route } from "./route";
 import { docsPage } from "./docs";
 import { authenticate } from "./middleware/authenticate";
@@ -18,7 +17,7 @@ import { bodyParsing } from "./middleware/body";
 import { conditionalHeaders } from "./middleware/conditional";
 import { dispatch } from "./middleware/dispatch";
 import { errorHandler } from "./middleware/errors";
-import { idempotencyClaim, idempotencyKeySyntax } from "./middleware/idempotency";
+import { idempotencyKeySyntax, idempotencyScope } from "./middleware/idempotency";
 import { requestId, requestLog } from "./middleware/observe";
 import { rateLimit } from "./middleware/rate-limit";
 
@@ -33,8 +32,6 @@ export interface AppDeps {
   ready: () => Promise<void>;
   /** Rate limits (absent: none, e.g. in tests of other concerns). */
   rateLimiter?: RateLimiter;
-  /** Idempotency records for routes marked `idempotent` (absent: keys are checked but not honoured). */
-  idempotency?: IdempotencyStore;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -72,8 +69,8 @@ export function createApp(deps: AppDeps): express.Express {
         conditionalHeaders(spec),
         idempotencyKeySyntax(spec),
         ...bodyParsing(spec),
-        idempotencyClaim(spec, deps.idempotency),
-        dispatch(spec, deps.idempotency, deps.log),
+        idempotencyScope(spec),
+        dispatch(spec),
       );
     }
     const allow = allowedMethods(routes, path).join(", ");

@@ -1,5 +1,5 @@
 import { ApiError } from "@dpp/contract";
-import { canonicalJson, fingerprintOf, isRecordable, readIdempotencyKey } from "./idempotency";
+import { canonicalJson, fingerprintOf, readIdempotencyKey } from "./idempotency";
 
 describe("Idempotency-Key syntax", () => {
   it("accepts 1 to 255 printable ASCII characters, sent once", () => {
@@ -41,18 +41,5 @@ describe("fingerprint", () => {
     );
     expect(fingerprintOf("POST", "/p", undefined)).not.toBe(fingerprintOf("POST", "/p", {}));
     expect(canonicalJson({ b: null, a: "x" })).toBe('{"a":"x","b":null}');
-  });
-});
-
-describe("what is recorded", () => {
-  it("records what the service decided, not transport failures, gateway faults or resource_busy", () => {
-    expect(isRecordable(new ApiError("precondition_failed", undefined, { current_version: 3 }))).toBe(true);
-    expect(isRecordable(new ApiError("storage_unavailable"))).toBe(true);
-    expect(isRecordable(new ApiError("internal_error"))).toBe(true);
-    expect(isRecordable(new ApiError("validation_failed"))).toBe(true);
-    for (const reason of ["upstream_unavailable", "upstream_timeout", "upstream_error"])
-      expect(isRecordable(new ApiError("internal_error", undefined, { reason }))).toBe(false);
-    expect(isRecordable(new ApiError("resource_busy"))).toBe(false);
-    expect(isRecordable(new Error("bug"))).toBe(false);
   });
 });

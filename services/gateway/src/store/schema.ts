@@ -50,32 +50,11 @@ export interface GrantTable {
   revoked_at: NullableTimestamp;
 }
 
-export interface IdempotencyRecordTable {
-  id: Generated<number>;
-  organization_id: string;
-  livemode: boolean;
-  caller_organization_id: string;
-  idempotency_key: string;
-  fingerprint: string;
-  method: string;
-  path: string;
-  state: "in_flight" | "finished";
-  locked_until: Timestamp;
-  response_status: number | null;
-  response_body: string | null;
-  response_headers: Record<string, string> | null;
-  request_id: string;
-  key_id: string | null;
-  created_at: Generated<Date>;
-  finished_at: NullableTimestamp;
-}
-
 export interface GatewayDB {
   organization: OrganizationTable;
   api_key: ApiKeyTable;
   managed_link: ManagedLinkTable;
   grant: GrantTable;
-  idempotency_record: IdempotencyRecordTable;
   outbox: OutboxTable;
 }
 

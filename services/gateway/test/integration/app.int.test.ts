@@ -94,6 +94,7 @@ const passport = fake<ModuleDeps["passport"]>([
   "getPassport",
   "listPassports",
   "publishPassport",
+  "updatePassport",
 ]);
 const events = fake<ModuleDeps["events"]>(["listEvents"]);
 
@@ -167,9 +168,16 @@ interface Res {
 
 async function request(
   path: string,
-  o: { method?: string; key?: string; body?: unknown; raw?: string; contentType?: string } = {},
+  o: {
+    method?: string;
+    key?: string;
+    body?: unknown;
+    raw?: string;
+    contentType?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Res> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...o.headers };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
   let body: string | undefined;
   if (o.raw !== undefined) body = o.raw;
@@ -352,6 +360,70 @@ describe("passport JSON", () => {
     // Anonymous: no key and no tenant in the context.
     expect(calls.at(-1)!.ctx.keyId).toBeUndefined();
     expect(calls.at(-1)!.ctx.organizationId).toBeUndefined();
+  });
+});
+
+describe("what a write hands the owning service", () => {
+  const created = () => ({ passport: passportMessage({ organizationId: org.id }) });
+
+  it("forwards Expected-Version as the request's expected version, and nothing without the header", async () => {
+    answers.set("updatePassport", created);
+    const patch = { data: { product_name: "New" } };
+    const withHeader = await request(`${passports()}/pp_1`, {
+      method: "PATCH",
+      key: keys.test,
+      body: patch,
+      headers: { "expected-version": "7" },
+    });
+    expect(withHeader.status).toBe(200);
+    await request(`${passports()}/pp_1`, { method: "PATCH", key: keys.test, body: patch });
+    expect(calls.map((c) => (c.req as { expectedVersion?: number }).expectedVersion)).toEqual([7, undefined]);
+  });
+
+  it("scopes an Idempotency-Key with a fingerprint of method, path and body, for the service to record", async () => {
+    answers.set("createPassport", created);
+    const body = (name: string) => ({ category: "textile", data: { product_name: name } });
+    const send = (key: string | undefined, name: string) =>
+      request(passports(), {
+        key: keys.test,
+        body: body(name),
+        headers: key === undefined ? {} : { "idempotency-key": key },
+      });
+    await send("k-1", "A");
+    await send("k-1", "A");
+    await send("k-1", "B");
+    await send(undefined, "A");
+    const sent = calls.map((c) => c.ctx.idempotency);
+    expect(sent[0]).toEqual({
+      key: "k-1",
+      fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
+      callerOrganizationId: org.id,
+    });
+    expect(sent[1]!.fingerprint).toBe(sent[0]!.fingerprint);
+    // Another body under the same key is another request: the service answers idempotency_conflict.
+    expect(sent[2]!.fingerprint).not.toBe(sent[0]!.fingerprint);
+    expect(sent[3]).toBeUndefined();
+  });
+
+  it("marks an answer the service replayed with Idempotent-Replayed, and only that one", async () => {
+    answers.set("createPassport", () => {
+      calls[calls.length - 1]!.ctx.outcome = { idempotentReplayed: true };
+      return created();
+    });
+    const replayed = await request(passports(), {
+      key: keys.test,
+      body: { category: "textile" },
+      headers: { "idempotency-key": "k-2" },
+    });
+    expect(replayed.status).toBe(201);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    answers.set("createPassport", created);
+    const fresh = await request(passports(), {
+      key: keys.test,
+      body: { category: "textile" },
+      headers: { "idempotency-key": "k-3" },
+    });
+    expect(fresh.headers.get("idempotent-replayed")).toBeNull();
   });
 });
 

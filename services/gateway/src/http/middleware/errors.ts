@@ -1,8 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, toEnvelope } from "@dpp/contract";
 import { type Logger } from "@dpp/kit";
-import { isRecordable, type IdempotencyStore } from "../../idempotency/idempotency";
-import { settleIdempotency } from "./idempotency";
 import { locals, newRequestId } from "./locals";
 
 interface BodyParserError {
@@ -12,7 +10,7 @@ interface BodyParserError {
 }
 
 /** The one place where errors become envelopes. */
-export function errorHandler(deps: { log: Logger; docsBaseUrl: string; idempotency?: IdempotencyStore }) {
+export function errorHandler(deps: { log: Logger; docsBaseUrl: string }) {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const requestId = locals(res).requestId ?? newRequestId();
     let apiErr: ApiError;
@@ -55,15 +53,7 @@ export function errorHandler(deps: { log: Logger; docsBaseUrl: string; idempoten
     }
     if (res.headersSent) return;
     const text = JSON.stringify(toEnvelope(apiErr, requestId, deps.docsBaseUrl));
-    const send = () => {
-      if (res.headersSent) return;
-      for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
-      res.status(apiErr.status).type("application/json").send(text);
-    };
-    if (locals(res).idempotencyClaim === undefined) return send();
-    const outcome = isRecordable(err)
-      ? { record: { status: apiErr.status, body: text, headers: apiErr.headers } }
-      : ({ release: true } as const);
-    void settleIdempotency(deps.idempotency, deps.log, res, outcome).finally(send);
+    for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
+    res.status(apiErr.status).type("application/json").send(text);
   };
 }

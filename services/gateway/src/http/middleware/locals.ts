@@ -1,7 +1,7 @@
 /** What the middleware chain learns about a request, kept in res.locals for the steps after it. */
 import { randomBytes } from "node:crypto";
 import type { Response } from "express";
-import type { RequestContext } from "@dpp/kit";
+import type { IdempotencyContext, RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../../modules/identity/authenticator";
 import type { KeyRecord } from "../../modules/identity/identity.repository";
 import type { Conditional } from "../route";
@@ -12,8 +12,8 @@ export interface Locals {
   access?: OrganizationAccess;
   /** Syntax-checked Idempotency-Key of an idempotent route. */
   idempotencyKey?: string;
-  /** The claimed idempotency record, until its answer is recorded or released. */
-  idempotencyClaim?: number;
+  /** The key scoped and the request fingerprinted, for the owning service. */
+  idempotency?: IdempotencyContext;
   /** Syntax-checked conditional headers of a `conditional` route. */
   conditional?: Conditional;
 }
@@ -24,10 +24,14 @@ export function newRequestId(): string {
   return `req_${randomBytes(12).toString("hex")}`;
 }
 
-/** The request context carried to the services: request id, key, mode, organization and plan. */
+/**
+ * The request context carried to the services: request id, key, mode, organization, plan and idempotency;
+ * `outcome` is filled from the services' answers (a replay).
+ */
 export function contextOf(res: Response): RequestContext {
   const l = locals(res);
-  const ctx: RequestContext = { requestId: l.requestId };
+  const ctx: RequestContext = { requestId: l.requestId, outcome: {} };
+  if (l.idempotency) ctx.idempotency = l.idempotency;
   if (l.key) {
     ctx.keyId = l.key.id;
     ctx.credentialKind = l.key.kind;

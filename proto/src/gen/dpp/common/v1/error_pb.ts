@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/common/v1/error.proto.
  */
 export const file_dpp_common_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChlkcHAvY29tbW9uL3YxL2Vycm9yLnByb3RvEg1kcHAuY29tbW9uLnYxIrkBCghBcGlFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAyABKAkSFAoMZGV0YWlsc19qc29uGAQgASgJEjUKB2hlYWRlcnMYBSADKAsyJC5kcHAuY29tbW9uLnYxLkFwaUVycm9yLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUoECAIQA1ILaHR0cF9zdGF0dXNiBnByb3RvMw");
+  fileDesc("ChlkcHAvY29tbW9uL3YxL2Vycm9yLnByb3RvEg1kcHAuY29tbW9uLnYxItYBCghBcGlFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAyABKAkSFAoMZGV0YWlsc19qc29uGAQgASgJEjUKB2hlYWRlcnMYBSADKAsyJC5kcHAuY29tbW9uLnYxLkFwaUVycm9yLkhlYWRlcnNFbnRyeRIbChNyZXBsYXllZF9yZXF1ZXN0X2lkGAYgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBSgQIAhADUgtodHRwX3N0YXR1c2IGcHJvdG8z");
 
 /**
  * ApiError is packed into google.rpc.Status.details of every failed call.
@@ -47,6 +47,14 @@ export type ApiError = Message<"dpp.common.v1.ApiError"> & {
    * @generated from field: map<string, string> headers = 5;
    */
   headers: { [key: string]: string };
+
+  /**
+   * Set when the answer replays a refusal recorded under an Idempotency-Key:
+   * the request id of the request that was first refused (the envelope's request_id).
+   *
+   * @generated from field: string replayed_request_id = 6;
+   */
+  replayedRequestId: string;
 };
 
 /**
