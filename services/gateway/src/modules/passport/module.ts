@@ -2,11 +2,11 @@
  * The passport service's routes: categories and passports. Each handler reads the request, calls one
  * PassportService method and maps the answer (mapping.ts).
  */
-import type { ClientOf } from "@dpp/kit";
+import type { CallOptions, ClientOf } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
 import { list } from "../../http/json";
 import { bodyJson, bodyRefusal, conditionalFields, noBody } from "../../http/request";
-import { KiB, MiB, type GatewayModule } from "../../http/route";
+import { KiB, MiB, type GatewayModule, type Route } from "../../http/route";
 import {
   approvalRequired,
   categoryJson,
@@ -25,6 +25,31 @@ import {
 } from "./requests";
 
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
+
+type TransitionCall = (
+  req: { id: string; expectedVersion?: number },
+  opts: CallOptions,
+) => Promise<{ passport?: passportV1.Passport }>;
+
+/** A lifecycle transition without a body: POST .../passports/{id}/<verb>, conditional and idempotent. */
+function transition(operationId: string, verb: string, call: TransitionCall): Route {
+  return {
+    operationId,
+    method: "POST",
+    path: `/organizations/{organization}/passports/{id}/${verb}`,
+    auth: "organization",
+    scope: "passports:write",
+    idempotent: true,
+    bodyLimitBytes: 1 * KiB,
+    successStatus: 200,
+    conditional: true,
+    handler: async ({ ctx, params, body, conditional }) => {
+      noBody(body);
+      const res = await call({ id: params.id!, ...conditionalFields(conditional) }, { context: ctx });
+      return { body: passportJson(res.passport!) };
+    },
+  };
+}
 
 export function passportModule(deps: { client: PassportClient }): GatewayModule {
   const { client } = deps;
@@ -153,64 +178,10 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
           return { body: publishedPassportJson(outcome.value) };
         },
       },
-      {
-        operationId: "unpublishPassport",
-        method: "POST",
-        path: "/organizations/{organization}/passports/{id}/unpublish",
-        auth: "organization",
-        scope: "passports:write",
-        idempotent: true,
-        bodyLimitBytes: 1 * KiB,
-        successStatus: 200,
-        conditional: true,
-        handler: async ({ ctx, params, body, conditional }) => {
-          noBody(body);
-          const res = await client.unpublishPassport(
-            { id: params.id, ...conditionalFields(conditional) },
-            { context: ctx },
-          );
-          return { body: passportJson(res.passport!) };
-        },
-      },
-      {
-        // Not shaped by the spec: a write like unpublish, so it takes an Idempotency-Key and Expected-Version.
-        operationId: "trashPassport",
-        method: "POST",
-        path: "/organizations/{organization}/passports/{id}/trash",
-        auth: "organization",
-        scope: "passports:write",
-        idempotent: true,
-        bodyLimitBytes: 1 * KiB,
-        successStatus: 200,
-        conditional: true,
-        handler: async ({ ctx, params, body, conditional }) => {
-          noBody(body);
-          const res = await client.trashPassport(
-            { id: params.id, ...conditionalFields(conditional) },
-            { context: ctx },
-          );
-          return { body: passportJson(res.passport!) };
-        },
-      },
-      {
-        operationId: "restorePassport",
-        method: "POST",
-        path: "/organizations/{organization}/passports/{id}/restore",
-        auth: "organization",
-        scope: "passports:write",
-        idempotent: true,
-        bodyLimitBytes: 1 * KiB,
-        successStatus: 200,
-        conditional: true,
-        handler: async ({ ctx, params, body, conditional }) => {
-          noBody(body);
-          const res = await client.restorePassport(
-            { id: params.id, ...conditionalFields(conditional) },
-            { context: ctx },
-          );
-          return { body: passportJson(res.passport!) };
-        },
-      },
+      transition("unpublishPassport", "unpublish", (req, o) => client.unpublishPassport(req, o)),
+      // Not shaped by the spec: writes like unpublish, so they take an Idempotency-Key and Expected-Version.
+      transition("trashPassport", "trash", (req, o) => client.trashPassport(req, o)),
+      transition("restorePassport", "restore", (req, o) => client.restorePassport(req, o)),
       {
         // Changes no passport (it may keep a validation record): safe to repeat, so no Idempotency-Key.
         operationId: "validatePassport",
