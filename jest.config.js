@@ -31,6 +31,7 @@ module.exports = {
     project("kit", "<rootDir>/services/kit"),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
-    project("e2e", "<rootDir>/test-e2e", { testTimeout: 120000 }),
+    // testTimeout is a global option: the e2e project sets its own (hooks included) in a setup file.
+    project("e2e", "<rootDir>/test-e2e", { setupFilesAfterEnv: ["<rootDir>/support/timeout.ts"] }),
   ],
 };

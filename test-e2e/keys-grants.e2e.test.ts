@@ -396,7 +396,7 @@ it("writes no key text into any log line or table", async () => {
     : "";
   const { rows } = await sql<{ dump: string }>`select string_agg(t::text, ' ') as dump from (
       select row_to_json(k)::text as t from gateway.api_key k
-      union all select row_to_json(r)::text from gateway.idempotency_record r) x`.execute(h.gatewayDb);
+      union all select row_to_json(r)::text from passport.idempotency r) x`.execute(h.gatewayDb);
   for (const k of shownKeys) {
     expect(logs.includes(k)).toBe(false);
     expect((rows[0]?.dump ?? "").includes(k)).toBe(false);
