@@ -84,6 +84,12 @@ interface Decision {
   newKey: boolean;
 }
 
+/** What fetch throws when there is no answer: a failed connection (TypeError) or an aborted attempt. */
+function isNetworkFailure(err: unknown): boolean {
+  const name = (err as { name?: unknown } | null)?.name;
+  return err instanceof TypeError || name === "AbortError" || name === "TimeoutError";
+}
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (ms <= 0) return resolve();
@@ -154,6 +160,7 @@ export class Transport {
           res = await this.o.fetch(request.url, { method: request.method, headers, body, signal });
         } catch (err) {
           if (settings.signal?.aborted) throw settings.signal.reason;
+          if (!isNetworkFailure(err)) throw err;
           const timedOut = timeout.aborted;
           if (attempts.count > maxRetries)
             throw new DppConnectionError(
