@@ -1,5 +1,6 @@
 // One jest run for the whole workspace: a single summary line at the end.
-// One project per registered service (services.json), plus the shared libraries (contract, kit), tools and e2e.
+// One project per registered service (services.json), plus the shared libraries (contract, kit), tools,
+// the SDK (client) and e2e.
 const { services } = require("./services.json");
 
 const swc = [
@@ -31,6 +32,7 @@ module.exports = {
     project("kit", "<rootDir>/services/kit"),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
+    project("client", "<rootDir>/packages/client"),
     // testTimeout is a global option: the e2e project sets its own (hooks included) in a setup file.
     project("e2e", "<rootDir>/test-e2e", { setupFilesAfterEnv: ["<rootDir>/support/timeout.ts"] }),
   ],

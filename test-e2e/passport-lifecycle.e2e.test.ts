@@ -1,4 +1,8 @@
-/** A passport from draft to published and through the rest of its life, over HTTP, as the spec says. */
+/**
+ * A passport from draft to published and through the rest of its life, as the spec says: the
+ * integrator's steps through the SDK (@dpp/client), malformed headers as raw requests.
+ */
+import { isDppError, type DppError, type Event } from "@dpp/client";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;
@@ -11,6 +15,7 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 const base = () => `/organizations/${t.organizationId}/passports`;
+const org = (key: string) => h.sdk(key).organization(t.organizationId);
 const complete = (gtin: string) => ({
   product_name: "Organic T-shirt",
   manufacturer_name: "Acme",
@@ -22,46 +27,54 @@ const complete = (gtin: string) => ({
   care_instructions: "30 °C",
   gtin,
 });
+type TextileData = Partial<ReturnType<typeof complete>> & { product_description?: string };
 
-async function create(key: string, data: Record<string, unknown>) {
-  const res = await h.request(base(), { key, body: { category: "textile", data } });
-  expect(res.status).toBe(201);
-  return res.body;
+async function create(key: string, data: TextileData) {
+  const p = await org(key).passports.create({ category: "textile", data });
+  expect(p.lastResponse.status).toBe(201);
+  return p;
+}
+
+/** The refusal of a call that must be refused. */
+async function refusal(call: Promise<unknown>): Promise<DppError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isDppError(err)) throw new Error(`expected a refusal, got ${String(err)}`);
+  return err;
 }
 
 describe("PATCH", () => {
   it("merges, bumps the version on change only, and checks Expected-Version", async () => {
+    const passports = org(t.testKey).passports;
     const p = await create(t.testKey, { product_name: "A", product_description: "old" });
-    const res = await h.request(`${base()}/${p.id}`, {
-      method: "PATCH",
-      key: t.testKey,
-      headers: { "expected-version": "1" },
-      body: { data: { product_description: null, gtin: "96385074" } },
-    });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({
+    const res = await passports.update(
+      p.id,
+      { data: { product_description: null, gtin: "96385074" } },
+      { expectedVersion: 1 },
+    );
+    expect(res.lastResponse.status).toBe(200);
+    expect(res).toMatchObject({
       version: 2,
       gtin: "00000096385074",
       data: { product_name: "A", gtin: "00000096385074" },
     });
-    expect(res.body.data.product_description).toBeUndefined();
+    expect(res.data).not.toHaveProperty("product_description");
 
-    const same = await h.request(`${base()}/${p.id}`, {
-      method: "PATCH",
-      key: t.testKey,
-      body: { data: { product_name: "A" } },
+    const same = await passports.update(p.id, { data: { product_name: "A" } });
+    expect(same.version).toBe(2);
+
+    const stale = await refusal(
+      passports.update(p.id, { data: { product_name: "B" } }, { expectedVersion: 1 }),
+    );
+    expect(stale).toMatchObject({
+      status: 412,
+      code: "precondition_failed",
+      details: { current_version: 2 },
     });
-    expect(same.body.version).toBe(2);
 
-    const stale = await h.request(`${base()}/${p.id}`, {
-      method: "PATCH",
-      key: t.testKey,
-      headers: { "expected-version": "1" },
-      body: { data: { product_name: "B" } },
-    });
-    expect(stale.status).toBe(412);
-    expect(envelope(stale)).toMatchObject({ code: "precondition_failed", details: { current_version: 2 } });
-
+    // Not a key of the textile schema: not a body the typed client can send.
     const unknown = await h.request(`${base()}/${p.id}`, {
       method: "PATCH",
       key: t.testKey,
@@ -114,13 +127,14 @@ describe("PATCH", () => {
 
 describe("lifecycle", () => {
   it("validate → publish (warnings) → links → unpublish → trash → restore, with events", async () => {
+    const passports = org(t.liveKey).passports;
     const p = await create(t.liveKey, {
       ...complete("4006381333931"),
       product_description: "An eco-friendly tee",
     });
-    const v = await h.request(`${base()}/${p.id}/validate`, { key: t.liveKey, body: { dry_run: true } });
-    expect(v.status).toBe(200);
-    expect(v.body).toMatchObject({
+    const v = await passports.validate(p.id, { dry_run: true });
+    expect(v.lastResponse.status).toBe(200);
+    expect(v).toMatchObject({
       object: "validation",
       passport_id: p.id,
       valid: true,
@@ -129,41 +143,33 @@ describe("lifecycle", () => {
       warning_count: 1,
     });
 
-    const pub = await h.request(`${base()}/${p.id}/publish`, { method: "POST", key: t.liveKey });
-    expect(pub.status).toBe(200);
-    expect(pub.body).toMatchObject({ status: "published", version: 2 });
-    expect(pub.body.warnings).toEqual([
+    const pub = await passports.publish(p.id);
+    expect(pub.lastResponse.status).toBe(200);
+    expect(pub).toMatchObject({ status: "published", version: 2 });
+    expect(pub.warnings).toEqual([
       expect.objectContaining({ code: "environmental_claim_detected", pointer: "/data/product_description" }),
     ]);
 
-    const links = await h.request(`${base()}/${p.id}/links`, { key: t.liveKey });
-    expect(links.status).toBe(200);
-    expect(links.body).toMatchObject({
+    const links = await passports.links(p.id);
+    expect(links.lastResponse.status).toBe(200);
+    expect(links).toMatchObject({
       object: "passport_links",
       resolves_publicly: true,
       not_resolvable_reason: null,
       gs1_digital_link: { gtin14: "04006381333931", unavailable_reason: null },
     });
-    expect(links.body.gs1_digital_link.uri).toMatch(/\/01\/04006381333931$/);
+    expect(links.gs1_digital_link.uri).toMatch(/\/01\/04006381333931$/);
 
-    const again = await h.request(`${base()}/${p.id}/publish`, { method: "POST", key: t.liveKey });
-    expect(again.status).toBe(409);
-    expect(envelope(again)).toMatchObject({ code: "wrong_status", details: { status: "published" } });
+    const again = await refusal(passports.publish(p.id));
+    expect(again).toMatchObject({ status: 409, code: "wrong_status", details: { status: "published" } });
 
-    const un = await h.request(`${base()}/${p.id}/unpublish`, {
-      method: "POST",
-      key: t.liveKey,
-      headers: { "expected-version": "2" },
-    });
-    expect(un.status).toBe(200);
-    expect(un.body).toMatchObject({ status: "draft", version: 3 });
-    const tr = await h.request(`${base()}/${p.id}/trash`, { method: "POST", key: t.liveKey });
-    expect(tr.body).toMatchObject({ status: "trashed", version: 4 });
-    const re = await h.request(`${base()}/${p.id}/restore`, { method: "POST", key: t.liveKey });
-    expect(re.body).toMatchObject({ status: "draft", version: 5, trashed_at: null });
-    const notTrashed = await h.request(`${base()}/${p.id}/restore`, { method: "POST", key: t.liveKey });
-    expect(notTrashed.status).toBe(409);
-    expect(envelope(notTrashed).code).toBe("not_trashed");
+    const un = await passports.unpublish(p.id, { expectedVersion: 2 });
+    expect(un.lastResponse.status).toBe(200);
+    expect(un).toMatchObject({ status: "draft", version: 3 });
+    expect(await passports.trash(p.id)).toMatchObject({ status: "trashed", version: 4 });
+    expect(await passports.restore(p.id)).toMatchObject({ status: "draft", version: 5, trashed_at: null });
+    const notTrashed = await refusal(passports.restore(p.id));
+    expect([notTrashed.status, notTrashed.code]).toEqual([409, "not_trashed"]);
 
     const want = [
       "passport.created",
@@ -172,14 +178,14 @@ describe("lifecycle", () => {
       "passport.trashed",
       "passport.restored",
     ];
-    let feed: any[] = [];
+    let feed: Event[] = [];
     for (let i = 0; i < 150 && feed.length < want.length; i++) {
-      const res = await h.request(`/organizations/${t.organizationId}/events?limit=100`, { key: t.liveKey });
-      feed = res.body.data.filter((e: any) => e.related.id === p.id);
+      const all = await org(t.liveKey).events.list({ limit: 100 }).toArray();
+      feed = all.filter((e) => e.related.object === "passport" && e.related.id === p.id);
       if (feed.length < want.length) await new Promise((r) => setTimeout(r, 100));
     }
     expect(feed.map((e) => e.type)).toEqual(want);
-    expect(feed[1].related).toEqual({
+    expect(feed[1]!.related).toEqual({
       object: "passport",
       id: p.id,
       name: `organizations/${t.organizationId}/passports/${p.id}`,
@@ -193,11 +199,10 @@ describe("lifecycle", () => {
   it("needs a GTIN to publish, and says why links do not resolve", async () => {
     const { gtin: _g, ...noGtin } = complete("x");
     const p = await create(t.testKey, noGtin);
-    const res = await h.request(`${base()}/${p.id}/publish`, { method: "POST", key: t.testKey, body: {} });
-    expect(res.status).toBe(422);
-    expect(envelope(res).code).toBe("gtin_required");
-    const links = await h.request(`${base()}/${p.id}/links`, { key: t.testKey });
-    expect(links.body).toMatchObject({
+    const res = await refusal(org(t.testKey).passports.publish(p.id, {}));
+    expect([res.status, res.code]).toEqual([422, "gtin_required"]);
+    const links = await org(t.testKey).passports.links(p.id);
+    expect(links).toMatchObject({
       resolves_publicly: false,
       not_resolvable_reason: "test_mode",
       gs1_digital_link: { uri: null, unavailable_reason: "gtin_missing" },
@@ -211,33 +216,30 @@ describe("lifecycle", () => {
       kind: "connector",
     });
     const p = await create(t.testKey, complete("036000291452"));
-    const res = await h.request(`${base()}/${p.id}/publish`, { method: "POST", key: connector.key });
-    expect(res.status).toBe(202);
-    expect(envelope(res)).toMatchObject({ code: "human_approval_required" });
-    expect(envelope(res).details).toEqual({
+    const res = await refusal(org(connector.key).passports.publish(p.id));
+    expect([res.status, res.code]).toEqual([202, "human_approval_required"]);
+    expect(res.details).toEqual({
       passport_id: p.id,
       approval_id: expect.stringMatching(/^pa_/),
       review_url: expect.stringMatching(/\/publish-approvals\/pa_/),
     });
-    const got = await h.request(`${base()}/${p.id}`, { key: t.testKey });
-    expect(got.body).toMatchObject({ status: "draft", version: 1 });
+    expect(await org(t.testKey).passports.get(p.id)).toMatchObject({ status: "draft", version: 1 });
   });
 
   it("refuses live writes on a trial with no_subscription, test writes go through", async () => {
     const trial = await h.tenant("Trial Brand", "trial");
-    const live = await h.request(`/organizations/${trial.organizationId}/passports`, {
-      key: trial.liveKey,
-      body: { category: "textile" },
-    });
-    expect(live.status).toBe(402);
-    expect(envelope(live)).toMatchObject({
+    const live = await refusal(
+      h.sdk(trial.liveKey).organization(trial.organizationId).passports.create({ category: "textile" }),
+    );
+    expect(live).toMatchObject({
+      status: 402,
       code: "no_subscription",
       details: { subscription_status: "trialing" },
     });
-    const test = await h.request(`/organizations/${trial.organizationId}/passports`, {
-      key: trial.testKey,
-      body: { category: "textile" },
-    });
-    expect(test.status).toBe(201);
+    const test = await h
+      .sdk(trial.testKey)
+      .organization(trial.organizationId)
+      .passports.create({ category: "textile" });
+    expect(test.lastResponse.status).toBe(201);
   });
 });

@@ -1,63 +1,69 @@
-/** An integrator's journey: create, read, list, paginate, and the event feed. */
+/**
+ * An integrator's journey through the SDK (@dpp/client): create, read, list, paginate, and the
+ * event feed. Bodies a typed client cannot send (unknown keys, wrong types) go through raw requests.
+ */
+import { isDppError, type DppError, type Event, type OrganizationClient, type Passport } from "@dpp/client";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;
 let t: Tenant;
 let other: Tenant;
+/** The organization through its test key, its live key, and another organization's test key. */
+let test: OrganizationClient;
+let live: OrganizationClient;
+let foreign: OrganizationClient;
 
 beforeAll(async () => {
   h = await startHarness("e2e_passports");
   t = await h.tenant("Acme Textiles");
   other = await h.tenant("Other Brand");
+  test = h.sdk(t.testKey).organization(t.organizationId);
+  live = h.sdk(t.liveKey).organization(t.organizationId);
+  foreign = h.sdk(other.testKey).organization(t.organizationId);
 });
 afterAll(() => h?.close());
 
 const passports = (org: string) => `/organizations/${org}/passports`;
-const events = (org: string) => `/organizations/${org}/events`;
 
-async function feed(org: string, key: string, query = ""): Promise<any[]> {
-  const out: any[] = [];
-  let cursor: string | undefined;
-  for (let i = 0; i < 50; i++) {
-    const q = [query, cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&");
-    const res = await h.request(`${events(org)}?limit=100${q ? `&${q}` : ""}`, { key });
-    expect(res.status).toBe(200);
-    out.push(...res.body.data);
-    expect(typeof res.body.next_cursor).toBe("string");
-    cursor = res.body.next_cursor;
-    if (!res.body.has_more) break;
-  }
-  return out;
+/** The refusal of a call that must be refused. */
+async function refusal(call: Promise<unknown>): Promise<DppError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isDppError(err)) throw new Error(`expected a refusal, got ${String(err)}`);
+  expect(err.requestId).toMatch(/^req_[0-9a-f]{24}$/);
+  return err;
 }
 
-async function waitForEvents(org: string, key: string, n: number, query = ""): Promise<any[]> {
+async function waitForEvents(org: OrganizationClient, n: number, type?: string[]): Promise<Event[]> {
   const until = Date.now() + 15000;
   for (;;) {
-    const got = await feed(org, key, query);
+    const got = await org.events.list({ limit: 100, ...(type ? { type } : {}) }).toArray();
     if (got.length >= n || Date.now() > until) return got;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
+const relatedId = (e: Event) => (e.related.object === "passport" ? e.related.id : undefined);
+
 describe("passports", () => {
-  let created: any;
+  let created: Passport;
 
   it("creates a draft passport shaped as the spec says", async () => {
-    const res = await h.request(passports(t.organizationId), {
-      key: t.testKey,
-      body: {
-        category: "textile",
-        external_id: "SKU-1",
-        data: {
-          product_name: "Organic T-shirt",
-          manufacturer_country: "PT",
-          material_composition: [{ fiber: "cotton", percentage: 100 }],
-          gtin: "4006381333931",
-        },
+    const p = await test.passports.create({
+      category: "textile",
+      external_id: "SKU-1",
+      data: {
+        product_name: "Organic T-shirt",
+        manufacturer_country: "PT",
+        material_composition: [{ fiber: "cotton", percentage: 100 }],
+        gtin: "4006381333931",
       },
     });
-    expect(res.status).toBe(201);
-    created = res.body;
+    expect(p.lastResponse.status).toBe(201);
+    expect(p.lastResponse.idempotencyKey).toMatch(/^dpp-client-/);
+    created = p;
     expect(created).toMatchObject({
       object: "passport",
       organization_id: t.organizationId,
@@ -73,51 +79,37 @@ describe("passports", () => {
       trashed_at: null,
     });
     expect(created.name).toBe(`organizations/${t.organizationId}/passports/${created.id}`);
-    expect(created.data.product_name).toBe("Organic T-shirt");
+    expect(p.data.product_name).toBe("Organic T-shirt");
     expect(new Date(created.created_at).toISOString()).toBe(created.created_at);
   });
 
   it("reads it back", async () => {
-    const res = await h.request(`${passports(t.organizationId)}/${created.id}`, { key: t.testKey });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual(created);
+    const p = await test.passports.get(created.id);
+    expect(p.lastResponse.status).toBe(200);
+    expect(p).toEqual(created);
   });
 
   it("keeps test and live apart and other organizations out", async () => {
-    const live = await h.request(`${passports(t.organizationId)}/${created.id}`, { key: t.liveKey });
-    expect(live.status).toBe(404);
-    expect(envelope(live).code).toBe("resource_not_found");
-    const listLive = await h.request(passports(t.organizationId), { key: t.liveKey });
-    expect(listLive.body.data).toEqual([]);
-    const foreign = await h.request(`${passports(t.organizationId)}/${created.id}`, { key: other.testKey });
-    expect(foreign.status).toBe(404);
-    expect(envelope(foreign).code).toBe("organization_not_found_or_not_granted");
+    const fromLive = await refusal(live.passports.get(created.id));
+    expect([fromLive.status, fromLive.code]).toEqual([404, "resource_not_found"]);
+    expect(await live.passports.list().toArray()).toEqual([]);
+    const fromForeign = await refusal(foreign.passports.get(created.id));
+    expect([fromForeign.status, fromForeign.code]).toEqual([404, "organization_not_found_or_not_granted"]);
   });
 
   it("refuses a second passport with the same external_id in the same mode, not in the other", async () => {
-    const dup = await h.request(passports(t.organizationId), {
-      key: t.testKey,
-      body: { category: "textile", external_id: "SKU-1" },
-    });
+    const dup = await refusal(test.passports.create({ category: "textile", external_id: "SKU-1" }));
     expect(dup.status).toBe(409);
-    const e = envelope(dup);
-    expect(e.code).toBe("already_exists");
-    expect(e.details.passport_id).toBe(created.id);
-    const live = await h.request(passports(t.organizationId), {
-      key: t.liveKey,
-      body: { category: "textile", external_id: "SKU-1" },
-    });
-    expect(live.status).toBe(201);
-    expect(live.body.livemode).toBe(true);
+    expect(dup.code).toBe("already_exists");
+    expect(dup.details.passport_id).toBe(created.id);
+    const inLive = await live.passports.create({ category: "textile", external_id: "SKU-1" });
+    expect(inLive.lastResponse.status).toBe(201);
+    expect(inLive.livemode).toBe(true);
   });
 
   it("refuses a GTIN another passport holds, naming it", async () => {
-    const res = await h.request(passports(t.organizationId), {
-      key: t.testKey,
-      body: { category: "textile", data: { gtin: "04006381333931" } },
-    });
-    expect(res.status).toBe(409);
-    const e = envelope(res);
+    const e = await refusal(test.passports.create({ category: "textile", data: { gtin: "04006381333931" } }));
+    expect(e.status).toBe(409);
     expect(e.code).toBe("gtin_in_use");
     expect(e.details).toMatchObject({
       passport_id: created.id,
@@ -127,7 +119,8 @@ describe("passports", () => {
   });
 
   it("refuses unknown data keys and bad values with JSON Pointers, storing nothing", async () => {
-    const before = await h.request(`${passports(t.organizationId)}?limit=100`, { key: t.testKey });
+    const before = await test.passports.list({ limit: 100 }).toArray();
+    // Not a body the typed client can send: the raw request.
     const res = await h.request(passports(t.organizationId), {
       key: t.testKey,
       body: {
@@ -142,8 +135,8 @@ describe("passports", () => {
     expect(pointers).toContain("/data/colour_of_sky");
     expect(pointers).toContain("/data/material_composition/0/percentage");
     for (const i of e.details.issues) expect(typeof i.rule).toBe("string");
-    const after = await h.request(`${passports(t.organizationId)}?limit=100`, { key: t.testKey });
-    expect(after.body.data.length).toBe(before.body.data.length);
+    const after = await test.passports.list({ limit: 100 }).toArray();
+    expect(after.length).toBe(before.length);
   });
 
   it("requires a known category", async () => {
@@ -186,11 +179,11 @@ describe("passports", () => {
   });
 
   it("checks a list's category before its updated_since", async () => {
-    const res = await h.request(`${passports(t.organizationId)}?category=spaceship&updated_since=yesterday`, {
-      key: t.testKey,
-    });
-    expect(res.status).toBe(400);
-    expect(envelope(res).details.issues).toEqual([
+    const e = await refusal(
+      test.passports.list({ category: "spaceship", updated_since: "yesterday" }).toArray(),
+    );
+    expect(e.status).toBe(400);
+    expect(e.details.issues).toEqual([
       expect.objectContaining({ source: { parameter: "category" }, rule: "unknown_category" }),
     ]);
   });
@@ -198,67 +191,52 @@ describe("passports", () => {
   it("lists newest first and paginates with cursors that encode their filters", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await h.request(passports(t.organizationId), {
-        key: t.testKey,
-        body: { category: i % 2 ? "battery" : "general", data: { product_name: `P${i}` } },
+      const p = await test.passports.create({
+        category: i % 2 ? "battery" : "general",
+        data: { product_name: `P${i}` },
       });
-      expect(r.status).toBe(201);
-      ids.push(r.body.id);
+      expect(p.lastResponse.status).toBe(201);
+      ids.push(p.id);
     }
     const seen: string[] = [];
-    let cursor: string | null = null;
     let pages = 0;
-    do {
-      const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
-      const page = await h.request(`${passports(t.organizationId)}?limit=2${q}`, { key: t.testKey });
-      expect(page.status).toBe(200);
-      expect(page.body.object).toBe("list");
-      expect(page.body.data.length).toBeLessThanOrEqual(2);
-      seen.push(...page.body.data.map((p: any) => p.id));
-      cursor = page.body.has_more ? page.body.next_cursor : null;
-      if (!page.body.has_more) expect(page.body.next_cursor).toBeNull();
+    const all = test.passports.list({ limit: 2 });
+    for await (const page of all.pages()) {
+      expect(page.object).toBe("list");
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.data.map((p) => p.id));
+      if (!page.has_more) expect(page.next_cursor).toBeNull();
       pages++;
-    } while (cursor);
+    }
     expect(pages).toBe(Math.ceil(seen.length / 2));
     expect(new Set(seen).size).toBe(seen.length);
     expect(seen.slice(0, 5)).toEqual([...ids].reverse());
     expect(seen).toContain(created.id);
 
-    const batteries = await h.request(`${passports(t.organizationId)}?category=battery&limit=1`, {
-      key: t.testKey,
-    });
-    expect(batteries.body.data.every((p: any) => p.category === "battery")).toBe(true);
-    expect(batteries.body.has_more).toBe(true);
-    const misuse = await h.request(
-      `${passports(t.organizationId)}?category=general&limit=1&cursor=${encodeURIComponent(batteries.body.next_cursor)}`,
-      { key: t.testKey },
+    const batteries = test.passports.list({ category: "battery", limit: 1 });
+    const first = (await batteries.pages().next()).value!;
+    expect(first.data.every((p) => p.category === "battery")).toBe(true);
+    expect(first.has_more).toBe(true);
+    const misuse = await refusal(
+      test.passports.list({ category: "general", limit: 1, cursor: batteries.cursor! }).toArray(),
     );
-    expect(misuse.status).toBe(400);
-    expect(envelope(misuse).code).toBe("cursor_invalid");
+    expect([misuse.status, misuse.code]).toEqual([400, "cursor_invalid"]);
 
-    const drafts = await h.request(`${passports(t.organizationId)}?status=draft&limit=100`, {
-      key: t.testKey,
-    });
-    expect(drafts.body.data.length).toBe(seen.length);
-    const future = await h.request(`${passports(t.organizationId)}?updated_since=2999-01-01T00:00:00Z`, {
-      key: t.testKey,
-    });
-    expect(future.body.data).toEqual([]);
-    const badDate = await h.request(`${passports(t.organizationId)}?updated_since=yesterday`, {
-      key: t.testKey,
-    });
-    expect(badDate.status).toBe(400);
-    expect(envelope(badDate).code).toBe("invalid_request");
-    const badLimit = await h.request(`${passports(t.organizationId)}?limit=0`, { key: t.testKey });
+    const drafts = await test.passports.list({ status: "draft", limit: 100 }).toArray();
+    expect(drafts.length).toBe(seen.length);
+    expect(await test.passports.list({ updated_since: "2999-01-01T00:00:00Z" }).toArray()).toEqual([]);
+    const badDate = await refusal(test.passports.list({ updated_since: "yesterday" }).toArray());
+    expect([badDate.status, badDate.code]).toEqual([400, "invalid_request"]);
+    const badLimit = await refusal(test.passports.list({ limit: 0 }).toArray());
     expect(badLimit.status).toBe(400);
   });
 
   it("records passport.created in the feed, oldest first, once per passport", async () => {
-    const list = await h.request(`${passports(t.organizationId)}?limit=100`, { key: t.testKey });
-    const expected = list.body.data.map((p: any) => p.id).reverse();
-    const got = await waitForEvents(t.organizationId, t.testKey, expected.length);
-    expect(got.map((e) => e.related.id)).toEqual(expected);
-    const first = got[0];
+    const list = await test.passports.list({ limit: 100 }).toArray();
+    const expected = list.map((p) => p.id).reverse();
+    const got = await waitForEvents(test, expected.length);
+    expect(got.map(relatedId)).toEqual(expected);
+    const first = got[0]!;
     expect(first).toMatchObject({
       object: "event",
       organization_id: t.organizationId,
@@ -277,75 +255,62 @@ describe("passports", () => {
     expect(first.name).toBe(`organizations/${t.organizationId}/events/${first.id}`);
     expect(new Set(got.map((e) => e.id)).size).toBe(got.length);
 
-    const liveFeed = await waitForEvents(t.organizationId, t.liveKey, 1);
+    const liveFeed = await waitForEvents(live, 1);
     expect(liveFeed).toHaveLength(1);
-    expect(liveFeed[0].livemode).toBe(true);
-    expect(await feed(other.organizationId, other.testKey)).toEqual([]);
+    expect(liveFeed[0]!.livemode).toBe(true);
+    expect(await h.sdk(other.testKey).organization(other.organizationId).events.list().toArray()).toEqual([]);
   });
 
   it("filters the feed by repeatable type and pages forward with next_cursor", async () => {
-    const none = await h.request(`${events(t.organizationId)}?type=passport.published`, { key: t.testKey });
-    expect(none.status).toBe(200);
-    expect(none.body.data).toEqual([]);
-    expect(none.body.has_more).toBe(false);
-    expect(typeof none.body.next_cursor).toBe("string");
-    const both = await feed(t.organizationId, t.testKey, "type=passport.published&type=passport.created");
+    const none = test.events.list({ type: ["passport.published"] });
+    const page = (await none.pages().next()).value!;
+    expect(page.data).toEqual([]);
+    expect(page.has_more).toBe(false);
+    expect(typeof page.next_cursor).toBe("string");
+    const both = await test.events.list({ type: ["passport.published", "passport.created"] }).toArray();
     expect(both.length).toBeGreaterThan(0);
 
-    const page1 = await h.request(`${events(t.organizationId)}?limit=2`, { key: t.testKey });
-    const rest = await h.request(
-      `${events(t.organizationId)}?limit=100&cursor=${encodeURIComponent(page1.body.next_cursor)}`,
-      { key: t.testKey },
-    );
-    expect(rest.body.has_more).toBe(false);
-    expect(typeof rest.body.next_cursor).toBe("string");
-    const all = await feed(t.organizationId, t.testKey);
-    expect([...page1.body.data, ...rest.body.data].map((e: any) => e.id)).toEqual(all.map((e) => e.id));
+    const firstTwo = test.events.list({ limit: 2 });
+    const page1 = (await firstTwo.pages().next()).value!;
+    const rest = test.events.list({ limit: 100, cursor: firstTwo.cursor! });
+    const restItems = await rest.toArray();
+    expect(typeof rest.cursor).toBe("string");
+    const all = await test.events.list({ limit: 100 }).toArray();
+    expect([...page1.data, ...restItems].map((e) => e.id)).toEqual(all.map((e) => e.id));
 
-    const tail = await h.request(
-      `${events(t.organizationId)}?cursor=${encodeURIComponent(rest.body.next_cursor)}`,
-      {
-        key: t.testKey,
-      },
-    );
-    expect(tail.body.data).toEqual([]);
-    const r = await h.request(passports(t.organizationId), { key: t.testKey, body: { category: "general" } });
-    const fresh = await (async () => {
-      const until = Date.now() + 15000;
-      for (;;) {
-        const next = await h.request(
-          `${events(t.organizationId)}?cursor=${encodeURIComponent(rest.body.next_cursor)}`,
-          { key: t.testKey },
-        );
-        if (next.body.data.length || Date.now() > until) return next.body.data;
-        await new Promise((res) => setTimeout(res, 100));
-      }
-    })();
-    expect(fresh.map((e: any) => e.related.id)).toEqual([r.body.id]);
+    expect(await test.events.list({ cursor: rest.cursor! }).toArray()).toEqual([]);
+    const r = await test.passports.create({ category: "general" });
+    const until = Date.now() + 15000;
+    let fresh: Event[] = [];
+    while (!fresh.length && Date.now() < until) {
+      fresh = await test.events.list({ cursor: rest.cursor! }).toArray();
+      if (!fresh.length) await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(fresh.map(relatedId)).toEqual([r.id]);
 
-    const wrongFilter = await h.request(
-      `${events(t.organizationId)}?type=passport.created&cursor=${encodeURIComponent(page1.body.next_cursor)}`,
-      { key: t.testKey },
+    const wrongFilter = await refusal(
+      test.events.list({ type: ["passport.created"], cursor: firstTwo.cursor! }).toArray(),
     );
-    expect(wrongFilter.status).toBe(400);
-    expect(envelope(wrongFilter).code).toBe("cursor_invalid");
+    expect([wrongFilter.status, wrongFilter.code]).toEqual([400, "cursor_invalid"]);
   });
 });
 
 describe("categories", () => {
   it("lists categories and serves each field schema without a credential", async () => {
+    // Without a key: the raw request (the SDK always sends one).
     const res = await h.request("/categories");
     expect(res.status).toBe(200);
     const ids = res.body.data.map((c: any) => c.id);
     expect(ids).toEqual(expect.arrayContaining(["textile", "battery", "general"]));
-    const schema = await h.request("/categories/textile/schema");
-    expect(schema.status).toBe(200);
-    expect(schema.body.category).toBe("textile");
-    const props = schema.body.json_schema.properties;
-    for (const f of ["product_name", "material_composition", "recycled_content_percentage", "gtin"])
-      expect(props[f]).toBeDefined();
-    const missing = await h.request("/categories/spaceship/schema");
-    expect(missing.status).toBe(404);
-    expect(envelope(missing).code).toBe("resource_not_found");
+    const dpp = h.sdk(t.testKey);
+    expect((await dpp.categories().toArray()).map((c) => c.id)).toEqual(ids);
+    const schema = await dpp.categorySchema("textile");
+    expect(schema.category).toBe("textile");
+    const fields = ["product_name", "material_composition", "recycled_content_percentage", "gtin"];
+    expect(schema.json_schema.properties).toEqual(
+      expect.objectContaining(Object.fromEntries(fields.map((f) => [f, expect.anything()]))),
+    );
+    const missing = await refusal(dpp.categorySchema("spaceship"));
+    expect([missing.status, missing.code]).toEqual([404, "resource_not_found"]);
   });
 });

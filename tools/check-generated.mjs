@@ -1,7 +1,8 @@
 // Fails when generated code is not what its source makes today:
 // - proto/src/gen from proto/ (`buf generate`; fix with `npm run gen`);
-// - the OpenAPI modules from services/gateway/openapi/openapi.yaml
-//   (tools/gen-openapi.mjs; fix with `npm run -s gen:openapi`);
+// - what is made of services/gateway/openapi/openapi.yaml: its category components (from the
+//   category registry), the gateway's modules and the SDK's types (tools/gen-openapi.mjs; fix with
+//   `npm run -s gen:openapi`);
 // - deploy/compose.yaml and tools/registry/names.generated.ts from services.json
 //   (tools/gen-registry.mjs; fix with `npm run -s gen:registry`).
 import { execFileSync } from "node:child_process";
@@ -45,14 +46,14 @@ for (const f of a)
     problems.push(`out of date: proto/src/gen/${f}`);
 fs.rmSync(tmp, { recursive: true, force: true });
 
-const openapiStale = staleOpenApiFiles();
+const openapiStale = await staleOpenApiFiles();
 const registryStale = await staleRegistryFiles();
 
 if (problems.length)
   console.error(`Generated code is stale; run \`pnpm run gen\` and commit:\n  ${problems.join("\n  ")}`);
 if (openapiStale.length)
   console.error(
-    `OpenAPI modules are stale; run \`npm run -s gen:openapi\` and commit:\n  ${openapiStale
+    `Files generated from the OpenAPI document are stale; run \`npm run -s gen:openapi\` and commit:\n  ${openapiStale
       .map((f) => `out of date: ${f}`)
       .join("\n  ")}`,
   );
@@ -64,5 +65,5 @@ if (registryStale.length)
   );
 if (problems.length || openapiStale.length || registryStale.length) process.exit(1);
 console.log(
-  `Generated code is current (${a.size} proto files, the OpenAPI modules and the files generated from services.json).`,
+  `Generated code is current (${a.size} proto files, the files made from the OpenAPI document and from services.json).`,
 );

@@ -6,7 +6,7 @@ import path from "node:path";
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const tsc = path.join(root, "node_modules", ".bin", "tsc");
 const dirs = ["proto", "test-e2e"];
-for (const group of ["services", "tools"])
+for (const group of ["services", "packages", "tools"])
   for (const d of fs.readdirSync(path.join(root, group))) dirs.push(`${group}/${d}`);
 
 let failed = 0;

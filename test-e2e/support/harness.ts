@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { migrateAll, startStack, type Stack } from "@dpp/stack";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
 import type { Kysely } from "kysely";
+import { Dpp, type DppOptions } from "@dpp/client";
 import { assertResponseMatchesContract } from "./openapi-validator";
 
 export interface ApiResponse<T = any> {
@@ -33,6 +34,11 @@ export interface Harness {
   admin: Admin;
   gatewayDb: Kysely<GatewayDB>;
   request<T = any>(path: string, o?: RequestOptions): Promise<ApiResponse<T>>;
+  /**
+   * The SDK (@dpp/client) as an integrator uses it, against this stack; every answer it receives is
+   * checked against the OpenAPI document like those of `request()`.
+   */
+  sdk(apiKey: string, options?: Partial<DppOptions>): Dpp;
   /** A fresh organization with a test key and a live key holding every scope. */
   tenant(name?: string, plan?: string): Promise<Tenant>;
   close(): Promise<void>;
@@ -88,6 +94,30 @@ export async function startHarness(label: string): Promise<Harness> {
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   };
 
+  /** fetch, then the same contract check as request(); the SDK's transport calls it per attempt. */
+  const checkedFetch: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const text = await res.clone().text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    assertResponseMatchesContract({
+      method: init?.method ?? (input instanceof Request ? input.method : "GET"),
+      path: url.pathname.replace(/^\/v1/, "") + url.search,
+      status: res.status,
+      headers: res.headers,
+      body: parsed,
+      text,
+    });
+    return res;
+  };
+  const sdk = (apiKey: string, options: Partial<DppOptions> = {}) =>
+    new Dpp({ apiKey, baseUrl: stack.baseUrl, fetch: checkedFetch, ...options });
+
   const tenant = async (name = "Brand", plan = "pro"): Promise<Tenant> => {
     const org = await admin.createOrganization(name, plan, plan === "trial" ? "trialing" : "active");
     const test = await admin.createKey({ organizationId: org.id, livemode: false });
@@ -107,6 +137,7 @@ export async function startHarness(label: string): Promise<Harness> {
     admin,
     gatewayDb,
     request,
+    sdk,
     tenant,
     close: async () => {
       await stack.stop();

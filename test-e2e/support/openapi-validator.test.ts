@@ -105,3 +105,21 @@ it("checks undocumented paths and methods as envelope-only", () => {
   put.headers.set("allow", "GET, HEAD");
   expect(v.check(put).problems).toEqual([]);
 });
+
+it("checks a passport's data against its category's schema, and accepts a category it does not know", () => {
+  const withData = (data: Record<string, unknown>, category = "textile") =>
+    res({ body: { ...passport, category, data } });
+  expect(
+    v.check(withData({ product_name: "T", material_composition: [{ fiber: "cotton", percentage: 100 }] }))
+      .problems,
+  ).toEqual([]);
+  expect(v.check(withData({ product_name: 5 })).problems.join()).toMatch(/product_name/);
+  expect(v.check(withData({ colour_of_sky: "blue" })).problems.join()).toMatch(/colour_of_sky/);
+  // A battery field on a textile passport is not a textile field.
+  expect(v.check(withData({ battery_model_identifier: "B1" })).problems.join()).toMatch(
+    /battery_model_identifier/,
+  );
+  expect(v.check(withData({ battery_model_identifier: "B1" }, "battery")).problems).toEqual([]);
+  // Categories are an open set: a passport of a category added later still matches the document.
+  expect(v.check(withData({ anything: { at: "all" } }, "furniture")).problems).toEqual([]);
+});

@@ -1,0 +1,442 @@
+/**
+ * The SDK: `new Dpp({ apiKey, baseUrl })`, then `dpp.organization(id)` for everything an organization
+ * owns. Each call is typed by the generated `paths` (openapi-fetch) and sent by the Transport, which
+ * follows the spec's retry rules. A write that takes an Idempotency-Key gets a fresh one unless the
+ * caller gives one. A refusal throws DppError; a success returns the body with a non-enumerable
+ * `lastResponse` (status, Request-Id, Idempotency-Key, replayed, attempts).
+ */
+import createClient, { type Client } from "openapi-fetch";
+import { DppError, DppProtocolError } from "./errors";
+import type { components, paths } from "./openapi.generated";
+import { ListIterator, type Page } from "./pagination";
+import {
+  newIdempotencyKey,
+  retryAfterMs,
+  Transport,
+  type Attempts,
+  type CallSettings,
+  type RetryEvent,
+} from "./transport";
+import {
+  isCategory,
+  type Capability,
+  type Category,
+  type CategorySchema,
+  type Connection,
+  type CreateGrantParams,
+  type CreatePassportParams,
+  type Event,
+  type Grant,
+  type KnownCategory,
+  type ListEventsParams,
+  type ListPassportsParams,
+  type Passport,
+  type PassportLinks,
+  type PassportOf,
+  type PublishedPassport,
+  type PublishPassportParams,
+  type RevokedGrant,
+  type UpdatePassportParams,
+  type ValidatePassportParams,
+  type Validation,
+  type Whoami,
+} from "./types";
+
+export const SDK_VERSION = "0.1.0";
+
+export interface DppOptions {
+  /** A secret key, `dpp_sk_test_…` or `dpp_sk_live_…` (its mode is the mode of every call). */
+  apiKey: string;
+  /** The root of v1, e.g. `https://api.example.com/v1`. */
+  baseUrl: string;
+  /** Retries after the first attempt (default 3). */
+  maxRetries?: number;
+  /** Per attempt, in milliseconds (default 30 000). */
+  timeoutMs?: number;
+  /** The longest Retry-After the client waits for (default 60 000 ms); a longer one is returned. */
+  maxRetryAfterMs?: number;
+  /** First backoff when an answer names no wait (default 500 ms, doubled per attempt). */
+  retryDelayMs?: number;
+  /** Called before each retry: log it, count it. */
+  onRetry?: (event: RetryEvent) => void;
+  /** A fetch of your own (tests, proxies); default `globalThis.fetch`. */
+  fetch?: typeof globalThis.fetch;
+}
+
+export interface RequestOptions {
+  timeoutMs?: number;
+  maxRetries?: number;
+  signal?: AbortSignal;
+}
+
+export interface WriteOptions extends RequestOptions {
+  /** Your own key for this write (1 to 255 printable ASCII characters); default: a fresh one. */
+  idempotencyKey?: string;
+}
+
+export interface ConditionalOptions extends WriteOptions {
+  /** The `version` you read: the write is refused with 412 `precondition_failed` if it changed since. */
+  expectedVersion?: number;
+  /** `*`: the passport must exist. */
+  ifMatch?: "*";
+}
+
+/** How the final answer of a call came. */
+export interface ResponseInfo {
+  status: number;
+  /** The `Request-Id` header: quote it to support. */
+  requestId: string | undefined;
+  /** The Idempotency-Key of the last attempt (undefined for calls that take none). */
+  idempotencyKey: string | undefined;
+  /** True when the answer is the recorded answer to an earlier request under the same key. */
+  replayed: boolean;
+  attempts: number;
+}
+
+export type WithResponse<T> = T & { readonly lastResponse: ResponseInfo };
+
+type ErrorEnvelope202 = components["schemas"]["ErrorEnvelope202"];
+type Fetcher = (request: Request) => Promise<Response>;
+
+function isEnvelope(v: unknown): v is components["schemas"]["ErrorEnvelope"] {
+  if (typeof v !== "object" || v === null || !("error" in v)) return false;
+  const e = (v as { error: unknown }).error;
+  return typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "string";
+}
+
+const writeSettings = (o: WriteOptions): CallSettings => ({
+  ...o,
+  key: o.idempotencyKey
+    ? { kind: "caller", key: o.idempotencyKey }
+    : { kind: "generated", key: newIdempotencyKey() },
+});
+const readSettings = (o: RequestOptions): CallSettings => ({ ...o, key: { kind: "none" } });
+
+function conditionalHeaders(o: ConditionalOptions): { "Expected-Version"?: number; "If-Match"?: "*" } {
+  return {
+    ...(o.expectedVersion !== undefined ? { "Expected-Version": o.expectedVersion } : {}),
+    ...(o.ifMatch !== undefined ? { "If-Match": o.ifMatch } : {}),
+  };
+}
+
+/** The typed client and the transport every resource shares. */
+class Core {
+  readonly api: Client<paths>;
+  private readonly transport: Transport;
+
+  constructor(o: DppOptions) {
+    this.transport = new Transport({
+      fetch: o.fetch ?? globalThis.fetch,
+      maxRetries: o.maxRetries ?? 3,
+      timeoutMs: o.timeoutMs ?? 30_000,
+      maxRetryAfterMs: o.maxRetryAfterMs ?? 60_000,
+      retryDelayMs: o.retryDelayMs ?? 500,
+      onRetry: o.onRetry,
+    });
+    this.api = createClient<paths>({
+      baseUrl: o.baseUrl.replace(/\/+$/, ""),
+      headers: { authorization: `Bearer ${o.apiKey}`, "user-agent": `dpp-client-ts/${SDK_VERSION}` },
+    });
+  }
+
+  /** Runs one call through the transport; throws its refusal, returns its body with `lastResponse`. */
+  async send<T>(
+    settings: CallSettings,
+    run: (fetch: Fetcher) => Promise<{ data?: T; error?: unknown; response: Response }>,
+  ): Promise<WithResponse<Exclude<T, ErrorEnvelope202>>> {
+    const attempts: Attempts = { count: 0, idempotencyKey: undefined };
+    const { data, error, response } = await run(this.transport.fetcher(settings, attempts));
+    const info: ResponseInfo = {
+      status: response.status,
+      requestId: response.headers.get("request-id") ?? undefined,
+      idempotencyKey: attempts.idempotencyKey,
+      replayed: response.headers.get("idempotent-replayed") === "true",
+      attempts: attempts.count,
+    };
+    const body: unknown = error ?? data;
+    if (isEnvelope(body)) {
+      const wait = retryAfterMs(response.headers.get("retry-after"));
+      throw new DppError(response.status, body.error, {
+        retryAfter: wait === undefined ? undefined : wait / 1000,
+        idempotencyKey: info.idempotencyKey,
+        attempts: info.attempts,
+      });
+    }
+    if (error !== undefined || typeof data !== "object" || data === null)
+      throw new DppProtocolError(
+        `Unexpected ${response.status} answer: ${JSON.stringify(body)?.slice(0, 200)}`,
+        response.status,
+        info.requestId,
+      );
+    Object.defineProperty(data, "lastResponse", { value: info, enumerable: false });
+    return data as WithResponse<Exclude<T, ErrorEnvelope202>>;
+  }
+
+  /** A list as an iterator: each page is one call. */
+  list<T>(
+    fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
+    startCursor: string | undefined,
+  ): ListIterator<T> {
+    return new ListIterator(fetchPage, startCursor);
+  }
+}
+
+/** The passports of one organization, in the key's mode. */
+export class Passports {
+  constructor(
+    private readonly core: Core,
+    private readonly organization: string,
+  ) {}
+
+  private path(id: string) {
+    return { path: { organization: this.organization, id } };
+  }
+
+  /** Creates a draft (version 1). The answer is typed by the category you created it in. */
+  async create<C extends KnownCategory>(
+    params: CreatePassportParams & { category: C },
+    options: WriteOptions = {},
+  ): Promise<WithResponse<PassportOf<C>>> {
+    const passport = await this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports", {
+        params: { path: { organization: this.organization } },
+        body: params,
+        fetch,
+      }),
+    );
+    if (!isCategory(passport, params.category))
+      throw new DppProtocolError(
+        `Created a ${params.category} passport, answered ${passport.category}.`,
+        passport.lastResponse.status,
+        passport.lastResponse.requestId,
+      );
+    return passport;
+  }
+
+  async get(id: string, options: RequestOptions = {}): Promise<WithResponse<Passport>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.GET("/organizations/{organization}/passports/{id}", { params: this.path(id), fetch }),
+    );
+  }
+
+  /** Applies a JSON Merge Patch to the passport: omitted keys stay, `null` removes a key. */
+  async update(
+    id: string,
+    params: UpdatePassportParams,
+    options: ConditionalOptions = {},
+  ): Promise<WithResponse<Passport>> {
+    return this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.PATCH("/organizations/{organization}/passports/{id}", {
+        params: { ...this.path(id), header: conditionalHeaders(options) },
+        body: params,
+        fetch,
+      }),
+    );
+  }
+
+  /** Publishes a draft. A connector key gets DppError `human_approval_required` (status 202). */
+  async publish(
+    id: string,
+    params: PublishPassportParams = {},
+    options: ConditionalOptions = {},
+  ): Promise<WithResponse<PublishedPassport>> {
+    return this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports/{id}/publish", {
+        params: { ...this.path(id), header: conditionalHeaders(options) },
+        body: params,
+        fetch,
+      }),
+    );
+  }
+
+  async unpublish(id: string, options: ConditionalOptions = {}): Promise<WithResponse<Passport>> {
+    return this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports/{id}/unpublish", {
+        params: { ...this.path(id), header: conditionalHeaders(options) },
+        fetch,
+      }),
+    );
+  }
+
+  async trash(id: string, options: ConditionalOptions = {}): Promise<WithResponse<Passport>> {
+    return this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports/{id}/trash", {
+        params: { ...this.path(id), header: conditionalHeaders(options) },
+        fetch,
+      }),
+    );
+  }
+
+  async restore(id: string, options: ConditionalOptions = {}): Promise<WithResponse<Passport>> {
+    return this.core.send(writeSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports/{id}/restore", {
+        params: { ...this.path(id), header: conditionalHeaders(options) },
+        fetch,
+      }),
+    );
+  }
+
+  /** Checks the passport as publishing would; `{ dry_run: true }` keeps no record. Safe to repeat. */
+  async validate(
+    id: string,
+    params: ValidatePassportParams = {},
+    options: RequestOptions = {},
+  ): Promise<WithResponse<Validation>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/passports/{id}/validate", {
+        params: this.path(id),
+        body: params,
+        fetch,
+      }),
+    );
+  }
+
+  async links(id: string, options: RequestOptions = {}): Promise<WithResponse<PassportLinks>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.GET("/organizations/{organization}/passports/{id}/links", {
+        params: this.path(id),
+        fetch,
+      }),
+    );
+  }
+
+  /** Newest first, page after page. */
+  list(params: ListPassportsParams = {}, options: RequestOptions = {}): ListIterator<Passport> {
+    const { cursor: start, ...filters } = params;
+    return this.core.list(
+      (cursor) =>
+        this.core.send(readSettings(options), (fetch) =>
+          this.core.api.GET("/organizations/{organization}/passports", {
+            params: {
+              path: { organization: this.organization },
+              query: { ...filters, ...(cursor ? { cursor } : {}) },
+            },
+            fetch,
+          }),
+        ),
+      start,
+    );
+  }
+}
+
+/** The organization's event feed, oldest first. */
+export class Events {
+  constructor(
+    private readonly core: Core,
+    private readonly organization: string,
+  ) {}
+
+  /**
+   * Reads the feed from `cursor` (or its start) to its current end. After the loop, the iterator's
+   * `cursor` is where to read on from later.
+   */
+  list(params: ListEventsParams = {}, options: RequestOptions = {}): ListIterator<Event> {
+    const { cursor: start, ...filters } = params;
+    return this.core.list(
+      (cursor) =>
+        this.core.send(readSettings(options), (fetch) =>
+          this.core.api.GET("/organizations/{organization}/events", {
+            params: {
+              path: { organization: this.organization },
+              query: { ...filters, ...(cursor ? { cursor } : {}) },
+            },
+            fetch,
+          }),
+        ),
+      start,
+    );
+  }
+}
+
+/** Everything one organization owns, reached with the client's key (its own, or a client it is granted). */
+export class OrganizationClient {
+  readonly passports: Passports;
+  readonly events: Events;
+
+  constructor(
+    private readonly core: Core,
+    readonly id: string,
+  ) {
+    this.passports = new Passports(core, id);
+    this.events = new Events(core, id);
+  }
+
+  /** What the organization can do (publishing, filing, uploads, live writes). */
+  capabilities(options: RequestOptions = {}): ListIterator<Capability> {
+    return this.core.list(
+      () =>
+        this.core.send(readSettings(options), (fetch) =>
+          this.core.api.GET("/organizations/{organization}/capabilities", {
+            params: { path: { organization: this.id } },
+            fetch,
+          }),
+        ),
+      undefined,
+    );
+  }
+
+  /** Grants a key of your organization access to this (client) organization. Safe to repeat. */
+  async grant(params: CreateGrantParams, options: RequestOptions = {}): Promise<WithResponse<Grant>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.POST("/organizations/{organization}/grants", {
+        params: { path: { organization: this.id } },
+        body: params,
+        fetch,
+      }),
+    );
+  }
+
+  /** Ends a key's grant on this organization. Safe to repeat. */
+  async revokeGrant(keyId: string, options: RequestOptions = {}): Promise<WithResponse<RevokedGrant>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.DELETE("/organizations/{organization}/grants/{keyId}", {
+        params: { path: { organization: this.id, keyId } },
+        fetch,
+      }),
+    );
+  }
+}
+
+export class Dpp {
+  private readonly core: Core;
+
+  constructor(options: DppOptions) {
+    this.core = new Core(options);
+  }
+
+  /** The client of one organization: the key's own, or a client it holds a grant on. */
+  organization(id: string): OrganizationClient {
+    return new OrganizationClient(this.core, id);
+  }
+
+  /** The calling key: its id, kind, mode, organization and scopes. */
+  async whoami(options: RequestOptions = {}): Promise<WithResponse<Whoami>> {
+    return this.core.send(readSettings(options), (fetch) => this.core.api.GET("/whoami", { fetch }));
+  }
+
+  /** The organizations the key reaches. */
+  organizations(options: RequestOptions = {}): ListIterator<Connection> {
+    return this.core.list(
+      () => this.core.send(readSettings(options), (fetch) => this.core.api.GET("/organizations", { fetch })),
+      undefined,
+    );
+  }
+
+  /** The product categories. */
+  categories(options: RequestOptions = {}): ListIterator<Category> {
+    return this.core.list(
+      () => this.core.send(readSettings(options), (fetch) => this.core.api.GET("/categories", { fetch })),
+      undefined,
+    );
+  }
+
+  /** A category's field schema (JSON Schema 2020-12). */
+  async categorySchema(
+    category: string,
+    options: RequestOptions = {},
+  ): Promise<WithResponse<CategorySchema>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.GET("/categories/{category}/schema", { params: { path: { category } }, fetch }),
+    );
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * @dpp/client: the TypeScript SDK of the DPP API v1 (README.md; docs/decisions/0017-client-contract-and-sdk.md).
+ * The types come from the OpenAPI document (src/openapi.generated.ts, `npm run -s gen:openapi`);
+ * the rest is the small layer that follows the spec's rules.
+ */
+export {
+  Dpp,
+  Events,
+  OrganizationClient,
+  Passports,
+  SDK_VERSION,
+  type ConditionalOptions,
+  type DppOptions,
+  type RequestOptions,
+  type ResponseInfo,
+  type WithResponse,
+  type WriteOptions,
+} from "./client";
+export {
+  DppConnectionError,
+  DppError,
+  DppProtocolError,
+  isDppError,
+  type ErrorCode,
+  type ErrorDetails,
+  type KnownErrorCode,
+} from "./errors";
+export { ListIterator, type Page } from "./pagination";
+export { newIdempotencyKey, type RetryEvent } from "./transport";
+export * from "./types";
+export type { components, operations, paths } from "./openapi.generated";
