@@ -30,6 +30,7 @@ import {
 import { DEFAULT_SUPERVISION, Supervisor, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 export { REPO_ROOT, type ServiceName };
+export { describeSupervisionEvent, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 /** The registry, validated (an invalid services.json stops the stack before anything starts). */
 const SERVICES = loadRegistry();
