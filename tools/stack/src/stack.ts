@@ -232,7 +232,8 @@ async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness>
 }
 
 async function httpReady(url: string): Promise<Readiness> {
-  const res = await fetch(url);
+  // Bounded: a probe that never answers must not hold the start past its timeout.
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
   return res.ok ? "ready" : "not yet";
 }
 
