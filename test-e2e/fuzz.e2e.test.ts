@@ -11,9 +11,10 @@
  * - no 5xx;
  * - the answer is what the document describes for that operation (ContractValidator: a documented status, the
  *   error envelope with a documented code whose status is that status, documented bodies and headers);
- * - a refused request stored nothing: the fuzzing tenant's rows (passports, GTIN claims, publish approvals,
- *   validations, grants) are the same after it as before; at the end, its feed holds exactly one passport event
- *   per accepted passport change (the sum of the passports' versions).
+ * - a refused request stored nothing: the rows of the fuzzing tenant and of the client it manages (passports,
+ *   GTIN claims, publish approvals, validations, grants) are the same after it as before; at the end, the
+ *   tenant's feed holds exactly one passport event per accepted passport change (the sum of its passports'
+ *   versions).
  *
  * Deterministic: FUZZ_SEED (default below) and FUZZ_RUNS (default 5000 requests) are printed; a failure prints the
  * request and the answer. Rate limits of this stack are raised so that they are not what is measured.
@@ -32,6 +33,7 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 5000);
 let h: Harness;
 let t: Tenant;
 let other: Tenant;
+let client: Tenant;
 let store: StoreReader;
 const validator = ContractValidator.fromSource();
 const doc = parse(fs.readFileSync(OPENAPI_SOURCE, "utf8"));
@@ -82,6 +84,9 @@ beforeAll(async () => {
   });
   t = await h.tenant("Fuzz Brand", "pro");
   other = await h.tenant("Someone Else", "pro");
+  // A client the fuzzing tenant manages: the grant operations can succeed on it.
+  client = await h.tenant("Managed Client", "pro");
+  await h.admin.linkClient(t.organizationId, client.organizationId);
   store = storeReader(h.db.url);
   const readOnly = await h.admin.createKey({
     organizationId: t.organizationId,
@@ -397,7 +402,7 @@ function resolvePath(r: Recipe): string {
     const live = r.credential === "live";
     switch (name) {
       case "organization":
-        return v.n % 10 === 9 ? other.organizationId : t.organizationId;
+        return [other, client, client][v.n % 10]?.organizationId ?? t.organizationId;
       case "id": {
         const ids = live && pool.livePassports.length ? pool.livePassports : pool.passports;
         return ids[v.n % ids.length]!;
@@ -482,7 +487,12 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
     `fuzz: seed ${SEED}, ${RUNS} requests, ${OPERATIONS.length} operations (FUZZ_SEED / FUZZ_RUNS to change)`,
   );
   let sent = 0;
-  let before = await store.snapshot(t.organizationId);
+  // The rows of the tenant and of its client (grants, and passports written through a grant).
+  const snapshot = async () => {
+    const [a, b] = [await store.snapshot(t.organizationId), await store.snapshot(client.organizationId)];
+    return { rows: `${a.rows}/${b.rows}` };
+  };
+  let before = await snapshot();
   const started = Date.now();
   await fc.assert(
     fc.asyncProperty(recipe, async (r) => {
@@ -513,7 +523,7 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
       if (problems.length)
         throw new Error(`an answer the document does not describe: ${problems.join("; ")}\n${where()}`);
 
-      const after = r.op.method === "GET" ? before : await store.snapshot(t.organizationId);
+      const after = r.op.method === "GET" ? before : await snapshot();
       if (res.status >= 300 && after.rows !== before.rows)
         throw new Error(`a refused request stored something\n${where()}`);
       before = after;
