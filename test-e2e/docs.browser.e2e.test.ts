@@ -75,6 +75,11 @@ it("renders /docs offline in headless Chromium with the passports operations", a
   const page = context.pages()[0] ?? (await context.newPage());
   const pageErrors: string[] = [];
   page.on("pageerror", (e) => pageErrors.push(e.message));
+  // The page is served with a strict Content-Security-Policy: it must render without violating it.
+  const cspViolations: string[] = [];
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
 
   const response = await page.goto(`${origin}/docs`, { waitUntil: "load" });
   expect(response?.status()).toBe(200);
@@ -103,6 +108,9 @@ it("renders /docs offline in headless Chromium with the passports operations", a
   expect(text).toContain("passports:write"); // the operation's scope, from its security requirement
   expect(text).toContain("Idempotency-Key");
   expect(pageErrors).toEqual([]);
+  expect(response?.headers()["content-security-policy"]).toMatch(/script-src 'sha256-/);
+  // Redoc's vendor logo (an image from another origin) is the one thing the policy may refuse.
+  expect(cspViolations.filter((v) => !/img-src/.test(v))).toEqual([]);
 
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   fs.rmSync(SCREENSHOT, { force: true });

@@ -1,15 +1,27 @@
-/** Request hygiene: media types, methods, sizes, malformed JSON, unknown paths, request ids, no leaks. */
+/**
+ * Request hygiene: media types, methods, sizes, malformed JSON, unknown paths, request ids, no leaks; and the
+ * edge's input hygiene (docs/decisions/0019): text no service can store, invalid UTF-8, nesting, duplicates,
+ * PATCH data:null, Node's own refusals, response headers. Each refusal stores nothing.
+ */
+import net from "node:net";
+import { sql } from "kysely";
 import { envelope, startHarness, type ApiResponse, type Harness, type Tenant } from "./support/harness";
+import { storeReader, type StoreReader } from "./support/store-snapshot";
 
 let h: Harness;
 let t: Tenant;
+let store: StoreReader;
 const seen: ApiResponse[] = [];
 
 beforeAll(async () => {
   h = await startHarness("e2e_hygiene");
   t = await h.tenant("Hygiene Brand");
+  store = storeReader(h.db.url);
 });
-afterAll(() => h?.close());
+afterAll(async () => {
+  await store?.close();
+  await h?.close();
+});
 
 async function req(path: string, o: Parameters<Harness["request"]>[1] = {}) {
   const res = await h.request(path, o);
@@ -94,4 +106,277 @@ it("puts a Request-Id on every response and leaks no stack trace or SQL", async 
     expect(res.headers.get("request-id")).toMatch(/^req_[0-9a-f]{24}$/);
     expect(res.text).not.toMatch(/\n\s+at |node_modules|\.ts:\d+|select |insert into|violates/i);
   }
+});
+
+/** The request is refused with this status and code, and the tenant's stored rows did not change. */
+async function refusedStoringNothing(
+  path: string,
+  o: Parameters<Harness["request"]>[1],
+  status: number,
+  code: string,
+) {
+  const before = await store.snapshot(t.organizationId);
+  const res = await req(path, o);
+  expect({ status: res.status, code: envelope(res).code }).toEqual({ status, code });
+  expect((await store.snapshot(t.organizationId)).rows).toBe(before.rows);
+  return envelope(res);
+}
+
+/** One HTTP/1.1 exchange written byte for byte (what Node's parser sees); resolves with status, headers, body. */
+function rawExchange(text: string) {
+  const { port, hostname } = new URL(h.stack.baseUrl);
+  return new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(text));
+    const chunks: Buffer[] = [];
+    const done = () => {
+      const [head, ...rest] = Buffer.concat(chunks).toString("utf8").split("\r\n\r\n");
+      const [statusLine, ...lines] = head!.split("\r\n");
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+      );
+      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: rest.join("\r\n") });
+    };
+    socket.on("data", (c) => chunks.push(c));
+    socket.on("end", done);
+    socket.on("error", reject);
+  });
+}
+
+describe("input hygiene at the edge", () => {
+  let passportId: string;
+  beforeAll(async () => {
+    const res = await h.request(passports(), {
+      key: t.testKey,
+      body: { category: "textile", data: { product_name: "Shirt", gtin: "4006381333931" } },
+    });
+    expect(res.status).toBe(201);
+    passportId = res.body.id;
+  });
+
+  it("refuses NUL and unpaired surrogates in body strings, external_id and PATCH bodies with 422 at the pointer", async () => {
+    const cases: [string, string, string, string][] = [
+      [
+        "POST",
+        passports(),
+        '{"category":"textile","data":{"product_name":"a\\u0000b"}}',
+        "/data/product_name",
+      ],
+      ["POST", passports(), '{"category":"textile","external_id":"x\\u0000"}', "/external_id"],
+      ["POST", passports(), '{"category":"textile","external_id":"\\ud800"}', "/external_id"],
+      ["PATCH", `${passports()}/${passportId}`, '{"data":{"product_name":"\\udc00"}}', "/data/product_name"],
+      ["PATCH", `${passports()}/${passportId}`, '{"external_id":"\\u0000"}', "/external_id"],
+      [
+        "POST",
+        `/organizations/${t.organizationId}/grants`,
+        '{"key_id":"key_\\u0000","scopes":[]}',
+        "/key_id",
+      ],
+    ];
+    for (const [method, path, raw, pointer] of cases) {
+      const e = await refusedStoringNothing(
+        path,
+        { key: t.testKey, method, raw, headers: { "content-type": "application/json" } },
+        422,
+        "validation_failed",
+      );
+      expect(e.details.issues).toEqual([
+        {
+          source: { pointer },
+          rule: expect.stringMatching(/^(nul_character|lone_surrogate)$/),
+          message: expect.any(String),
+        },
+      ]);
+    }
+  });
+
+  it("refuses NUL in path ids and grant key ids, and invalid UTF-8 in paths and queries, with 400", async () => {
+    for (const [method, path] of [
+      ["GET", `${passports()}/pp%00`],
+      ["PATCH", `${passports()}/pp%00`],
+      ["DELETE", `/organizations/${t.organizationId}/grants/key%00`],
+      ["GET", `/organizations/${t.organizationId}%00/passports`],
+      ["GET", `${passports()}/%ED%A0%80`],
+      ["GET", `${passports()}?category=%00`],
+      ["GET", `${passports()}?category=%FF`],
+    ]) {
+      const e = await refusedStoringNothing(
+        path!,
+        { key: t.testKey, method, body: method === "PATCH" ? {} : undefined },
+        400,
+        "invalid_request",
+      );
+      expect(e.message).not.toMatch(/internal/i);
+    }
+  });
+
+  it("refuses invalid UTF-8 in a body with 400 instead of storing U+FFFD", async () => {
+    const raw = Buffer.concat([
+      Buffer.from('{"category":"textile","external_id":"SKU-'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]);
+    const e = await refusedStoringNothing(
+      passports(),
+      { key: t.testKey, method: "POST", raw, headers: { "content-type": "application/json" } },
+      400,
+      "invalid_request",
+    );
+    expect(e.details.issues).toEqual([{ source: { pointer: "" }, rule: "utf8" }]);
+  });
+
+  it("refuses JSON nested 10,000 levels deep (20 KB) with 400 and keeps answering", async () => {
+    const raw = '{"category":"textile","data":{"x":' + "[".repeat(10_000) + "]".repeat(10_000) + "}}";
+    expect(raw.length).toBeGreaterThan(20_000);
+    const e = await refusedStoringNothing(
+      passports(),
+      { key: t.testKey, method: "POST", raw, headers: { "content-type": "application/json" } },
+      400,
+      "invalid_request",
+    );
+    expect(e.details.issues[0]).toMatchObject({ rule: "max_depth" });
+    expect((await req(passports(), { key: t.testKey })).status).toBe(200);
+  });
+
+  it("refuses duplicate JSON member names with 400, category included", async () => {
+    const e = await refusedStoringNothing(
+      passports(),
+      {
+        key: t.testKey,
+        method: "POST",
+        raw: '{"category":"battery","category":"textile"}',
+        headers: { "content-type": "application/json" },
+      },
+      400,
+      "invalid_request",
+    );
+    expect(e.details.issues).toEqual([{ source: { pointer: "/category" }, rule: "duplicate_member" }]);
+  });
+
+  it('refuses PATCH {"data": null} with 422 and keeps the passport whole, GTIN included', async () => {
+    await refusedStoringNothing(
+      `${passports()}/${passportId}`,
+      { key: t.testKey, method: "PATCH", body: { data: null } },
+      422,
+      "validation_failed",
+    );
+    const after = await req(`${passports()}/${passportId}`, { key: t.testKey });
+    expect(after.body).toMatchObject({ gtin: "04006381333931", data: { product_name: "Shirt" } });
+    // Clearing is done key by key.
+    const cleared = await req(`${passports()}/${passportId}`, {
+      key: t.testKey,
+      method: "PATCH",
+      body: { data: { gtin: null } },
+    });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ gtin: null, data: { product_name: "Shirt" } });
+  });
+
+  it("counts external_id in Unicode code points: 128 emoji are accepted, 256 refused", async () => {
+    const ok = await req(passports(), {
+      key: t.testKey,
+      body: { category: "general", external_id: "😀".repeat(128) },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.external_id).toBe("😀".repeat(128));
+    const e = await refusedStoringNothing(
+      passports(),
+      { key: t.testKey, body: { category: "general", external_id: "😀".repeat(256) } },
+      422,
+      "validation_failed",
+    );
+    expect(e.details.issues).toEqual([
+      expect.objectContaining({ source: { pointer: "/external_id" }, rule: "length" }),
+    ]);
+  });
+
+  it("refuses Authorization sent twice with 400 instead of taking the first", async () => {
+    const res = await rawExchange(
+      `GET /v1/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.testKey}\r\nAuthorization: Bearer ${t.liveKey}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body).error).toMatchObject({
+      code: "invalid_request",
+      request_id: res.headers["request-id"],
+      details: { issues: [{ source: { header: "Authorization" }, rule: "single_value" }] },
+    });
+  });
+
+  it("answers Node's own refusals (oversized headers, a bad request line) with the envelope", async () => {
+    const big = await rawExchange(
+      `GET /v1/categories HTTP/1.1\r\nHost: x\r\nX-Filler: ${"a".repeat(20_000)}\r\n\r\n`,
+    );
+    expect(big.status).toBe(400);
+    expect(JSON.parse(big.body).error).toMatchObject({
+      code: "invalid_request",
+      request_id: big.headers["request-id"],
+      details: { reason: "headers_too_large" },
+    });
+    const line = await rawExchange("GET /v1/categories HTTP/9\r\n\r\n");
+    expect(line.status).toBe(400);
+    expect(line.headers["content-type"]).toMatch(/^application\/json/);
+    expect(JSON.parse(line.body).error).toMatchObject({
+      code: "invalid_request",
+      details: { reason: "malformed_request" },
+    });
+  });
+});
+
+it("emits an event for each accepted write and none for a refusal", async () => {
+  // Every accepted change moves a passport's version by one and emits one event; refusals move nothing.
+  const expected = async () =>
+    Number(
+      (
+        await sql<{
+          n: number;
+        }>`select coalesce(sum(version), 0)::int as n from passport.passport where organization_id = ${t.organizationId}`.execute(
+          h.gatewayDb,
+        )
+      ).rows[0]!.n,
+    );
+  const want = await expected();
+  expect(want).toBeGreaterThan(0);
+  let feed = -1;
+  for (const until = Date.now() + 15_000; Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+    feed = (await store.snapshot(t.organizationId)).feed;
+    if (feed >= want) break;
+  }
+  expect(feed).toBe(want);
+});
+
+describe("response headers", () => {
+  it("sends nosniff, a CSP and no X-Powered-By everywhere, and never lets an authenticated answer be cached", async () => {
+    for (const res of [
+      await req(passports(), { key: t.testKey }),
+      await req("/whoami", { key: t.testKey }),
+      await req("/categories"),
+      await req(passports(), { key: "nope" }),
+    ]) {
+      expect(res.headers.get("x-powered-by")).toBeNull();
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    }
+  });
+
+  it("caches /docs and /v1/openapi.json with an ETag and answers 304 to If-None-Match; /docs has a strict CSP", async () => {
+    const origin = new URL(h.stack.baseUrl).origin;
+    for (const url of [`${origin}/docs`, `${h.stack.baseUrl}/openapi.json`]) {
+      const first = await fetch(url);
+      expect(first.status).toBe(200);
+      await first.arrayBuffer();
+      const etag = first.headers.get("etag")!;
+      expect(etag).toMatch(/^".+"$/);
+      expect(first.headers.get("cache-control")).toBe("public, max-age=300");
+      expect(first.headers.get("x-content-type-options")).toBe("nosniff");
+      const again = await fetch(url, { headers: { "if-none-match": etag } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe("");
+    }
+    const docs = await fetch(`${origin}/docs`);
+    await docs.arrayBuffer();
+    const csp = docs.headers.get("content-security-policy")!;
+    expect(csp).toMatch(/script-src 'sha256-/);
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/unsafe-eval|script-src[^;]*unsafe-inline/);
+  });
 });

@@ -3,13 +3,15 @@
  * The test starts its own redis-server on a free port (the shared one at 6379 is
  * never stopped), points the gateway at it with a per-run key prefix and small
  * limits, then kills it mid-test: the gateway keeps answering, never a 5xx, and
- * keeps limiting with its in-process counters.
+ * keeps limiting with its in-process counters. Refusals are limited too (docs/decisions/0019): a key's refused
+ * requests count against it, and failed authentications are limited per client address.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 const PER_KEY = 20;
+const AUTH_FAILURES = 10;
 let h: Harness;
 let t: Tenant;
 let redis: ChildProcess | undefined;
@@ -44,6 +46,7 @@ beforeAll(async () => {
   process.env.RATE_LIMIT_KEY_PREFIX = prefix;
   process.env.RATE_LIMIT_PER_KEY_PER_MINUTE = String(PER_KEY);
   process.env.RATE_LIMIT_ANONYMOUS_PER_MINUTE = "60";
+  process.env.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE = String(AUTH_FAILURES);
   h = await startHarness("e2e_ratelimit");
   t = await h.tenant("Limited");
 });
@@ -111,4 +114,51 @@ it("keeps answering with in-process limits when Redis stops mid-test (never a 5x
   const anon = await h.request("/categories");
   expect([200, 429]).toContain(anon.status);
   expect(anon.status).toBeLessThan(500);
+});
+
+it("counts a key's refused requests against its limit: 403 and 404 until the limit, then 429", async () => {
+  const k = await h.admin.createKey({
+    organizationId: t.organizationId,
+    livemode: false,
+    scopes: ["passports:read"],
+  });
+  const stranger = await h.tenant("Stranger");
+  const statuses: number[] = [];
+  for (let i = 0; i < PER_KEY + 2; i++) {
+    const res =
+      i % 2
+        ? await h.request(`/organizations/${t.organizationId}/passports`, {
+            key: k.key,
+            body: { category: "general" },
+          })
+        : await h.request(`/organizations/${stranger.organizationId}/passports`, { key: k.key });
+    statuses.push(res.status);
+    if (res.status === 429) {
+      expect(envelope(res).details).toMatchObject({ policy: "per-key", limit: PER_KEY });
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+    }
+  }
+  expect(statuses.slice(0, PER_KEY).every((s) => s === 403 || s === 404)).toBe(true);
+  expect(statuses.slice(PER_KEY)).toEqual([429, 429]);
+});
+
+it("limits failed authentications per client address, then refuses any key from it with 429 and Retry-After", async () => {
+  const random = () => `dpp_sk_test_${"B".repeat(32)}${String(Math.random()).slice(2, 8).padEnd(6, "0")}`;
+  for (let i = 0; i < AUTH_FAILURES; i++) {
+    const res = await h.request("/whoami", { key: i % 2 ? random() : "not-a-key" });
+    expect(res.status).toBe(401);
+    expect(envelope(res).code).toBe("invalid_key");
+  }
+  for (const key of [random(), t.testKey]) {
+    const res = await h.request("/whoami", { key });
+    expect(res.status).toBe(429);
+    expect(envelope(res)).toMatchObject({
+      code: "rate_limited",
+      details: { policy: "auth-failures", limit: AUTH_FAILURES, window_seconds: 60 },
+    });
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(res.headers.get("ratelimit-policy")).toBe(`"auth-failures";q=${AUTH_FAILURES};w=60`);
+  }
+  // Anonymous category requests from the address are not authentications: still served.
+  expect((await h.request("/categories")).status).toBeLessThan(500);
 });

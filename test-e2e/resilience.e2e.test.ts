@@ -1,4 +1,9 @@
-/** Services run as separate processes: losing one answers an enveloped 5xx fast, and the rest keeps working. */
+/**
+ * Services run as separate processes: losing one answers an enveloped 5xx fast, and the rest keeps working.
+ * Losing the database for a moment answers 500 with Retry-After, and every service recovers by itself.
+ */
+import pg from "pg";
+import { adminDatabaseUrl } from "@dpp/kit/testing";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;
@@ -49,4 +54,40 @@ it("answers an enveloped 5xx within the deadline while passport is down, and rec
   expect(status).toBe(200);
   const again = await h.request(path, { key: t.testKey, body: { category: "general" } });
   expect(again.status).toBe(201);
+});
+
+it("answers 500 internal_error with Retry-After while the database is out of reach, and recovers by itself", async () => {
+  const path = `/organizations/${t.organizationId}/passports`;
+  expect((await h.request(path, { key: t.testKey })).status).toBe(200);
+  const admin = new pg.Client({ connectionString: adminDatabaseUrl() });
+  await admin.connect();
+  const name = h.db.name;
+  try {
+    // The database goes away: no new connection is accepted and every open one is cut.
+    await admin.query(`alter database ${name} with allow_connections false`);
+    await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = $1`, [name]);
+    const statuses: number[] = [];
+    for (const o of [{}, { body: { category: "general" } }, {}]) {
+      const res = await h.request(path, { key: t.testKey, ...o });
+      statuses.push(res.status);
+      const e = envelope(res);
+      expect(e.code).toBe("internal_error");
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(res.text).not.toMatch(/allow_connections|terminat|ECONN|postgres/i);
+    }
+    expect(statuses).toEqual([500, 500, 500]);
+  } finally {
+    await admin.query(`alter database ${name} with allow_connections true`);
+    await admin.end();
+  }
+  // Nothing is restarted: the pools reconnect on their own.
+  let status = 0;
+  for (const until = Date.now() + 15_000; status !== 200 && Date.now() < until;) {
+    status = (await h.request(path, { key: t.testKey })).status;
+    if (status !== 200) await new Promise((r) => setTimeout(r, 200));
+  }
+  expect(status).toBe(200);
+  const created = await h.request(path, { key: t.testKey, body: { category: "general" } });
+  expect(created.status).toBe(201);
+  for (const s of Object.values(h.stack.services)) expect(s.process.exitCode).toBeNull();
 });

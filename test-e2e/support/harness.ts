@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { createDb } from "@dpp/kit";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
-import { migrateAll, startStack, type Stack } from "@dpp/stack";
+import { migrateAll, startStack, type Stack, type StackOptions } from "@dpp/stack";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
 import type { Kysely } from "kysely";
 import { Dpp, type DppOptions } from "@dpp/client";
@@ -23,8 +23,8 @@ export interface RequestOptions {
   method?: string;
   key?: string | null;
   body?: unknown;
-  /** Raw body text, sent as is. */
-  raw?: string;
+  /** Raw body (text or bytes), sent as is. */
+  raw?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -52,11 +52,32 @@ export interface Tenant {
   liveKeyId: string;
 }
 
-export async function startHarness(label: string): Promise<Harness> {
+export interface HarnessOptions {
+  /** Variables of every service of this stack (over the test process's own environment). */
+  env?: Record<string, string>;
+  /** Restart services that die, as npm start does (off: a test that kills a service starts it again itself). */
+  supervise?: StackOptions["supervise"];
+}
+
+/**
+ * Every test sends its requests from 127.0.0.1, so the budget of failed authentications per client address
+ * (60 per minute in production) is raised unless the test sets it: suites that probe refusals would exhaust it.
+ */
+const HARNESS_ENV = { RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: "100000" };
+
+export async function startHarness(label: string, o: HarnessOptions = {}): Promise<Harness> {
   const db = await createTestDatabase(label);
   const logDir = path.join(os.tmpdir(), `dpp-e2e-${db.name}`);
   await migrateAll(db.url, logDir);
-  const stack = await startStack({ databaseUrl: db.url, logDir, logLevel: "warn" });
+  const env: Record<string, string> = { ...o.env };
+  for (const [k, v] of Object.entries(HARNESS_ENV)) if (process.env[k] === undefined) env[k] ??= v;
+  const stack = await startStack({
+    databaseUrl: db.url,
+    logDir,
+    logLevel: "warn",
+    env,
+    supervise: o.supervise,
+  });
   const gatewayDb = createDb<GatewayDB>({
     url: db.url,
     schema: GATEWAY_SCHEMA,
@@ -68,7 +89,7 @@ export async function startHarness(label: string): Promise<Harness> {
   const request = async <T>(p: string, o: RequestOptions = {}): Promise<ApiResponse<T>> => {
     const headers: Record<string, string> = { ...o.headers };
     if (o.key) headers.authorization = `Bearer ${o.key}`;
-    let body: string | undefined = o.raw;
+    let body: string | Uint8Array | undefined = o.raw;
     if (o.body !== undefined) {
       body = JSON.stringify(o.body);
       headers["content-type"] ??= "application/json";

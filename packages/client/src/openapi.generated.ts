@@ -292,7 +292,8 @@ export interface paths {
      * @description Applies an RFC 7386 JSON Merge Patch to the passport document. Writable
      *     members: `data` (merged key by key: an omitted key is unchanged, `null` removes
      *     the key, arrays and other values replace the old value whole; `"data": null`
-     *     clears every field) and `external_id` (`null` removes it). The merged `data` is
+     *     is 422 `validation_failed` at `/data`: clear fields one by one) and
+     *     `external_id` (`null` removes it). The merged `data` is
      *     validated against the category's field schema; an unknown key is 422
      *     `validation_failed` with rule `unknown_field` and a JSON Pointer such as
      *     `/data/colour`; a member of the passport that cannot change (`category`,
@@ -663,7 +664,9 @@ export interface components {
       path?: string;
       /**
        * @description `invalid_key`: `missing`, `scheme`, `format`, `unknown`; `internal_error`:
-       *     `upstream_unavailable`, `upstream_timeout`, `upstream_error`, `not_ready`.
+       *     `upstream_unavailable`, `upstream_timeout`, `upstream_error`, `not_ready`,
+       *     `database_unavailable`; `invalid_request` from the HTTP server:
+       *     `malformed_request`, `headers_too_large`.
        */
       reason?: string;
       /** @description `internal_error` from an upstream failure: the service concerned. */
@@ -1119,9 +1122,9 @@ export interface components {
     UpdatePassportRequest: {
       /**
        * @description Merged into `data` key by key: `null` as a value removes that key, arrays replace
-       *     whole; `"data": null` clears every field.
+       *     whole. `null` for `data` itself is refused (422): fields are cleared key by key.
        */
-      data?: components["schemas"]["PassportDataPatch"] | null;
+      data?: components["schemas"]["PassportDataPatch"];
       external_id?: components["schemas"]["ExternalId"];
     };
     PublishPassportRequest: {
@@ -4249,9 +4252,11 @@ export interface components {
     };
     /**
      * @description Too many requests (`rate_limited`); retry after `Retry-After` seconds. Authenticated
-     *     requests are counted per API key (default 600 per minute), anonymous requests to the
-     *     category endpoints per client address (60 per minute); `details` carries `limit`,
-     *     `window_seconds`, `policy` and `retry_after_seconds`.
+     *     requests are counted per API key (default 600 per minute, refusals included),
+     *     anonymous requests to the category endpoints per client address (60 per minute),
+     *     failed authentications per client address (60 per minute; `policy`
+     *     `auth-failures`); `details` carries `limit`, `window_seconds`, `policy` and
+     *     `retry_after_seconds`.
      */
     TooManyRequests: {
       headers: {
@@ -4268,8 +4273,9 @@ export interface components {
     /**
      * @description A server-side failure. A service that is down or misses the gateway's deadline
      *     gives `internal_error` with `details.reason` (`upstream_unavailable`,
-     *     `upstream_timeout`), `details.service` and `Retry-After: 1`. Retry with a NEW
-     *     Idempotency-Key.
+     *     `upstream_timeout`), `details.service` and `Retry-After: 1`; the database out of
+     *     reach for a moment gives `details.reason` `database_unavailable` and
+     *     `Retry-After: 1`. Retry with a NEW Idempotency-Key.
      */
     InternalError: {
       headers: {
@@ -4340,12 +4346,18 @@ export interface components {
     /**
      * @description The quota applied (draft-ietf-httpapi-ratelimit-headers-10, an Internet-Draft):
      *     `"per-key";q=600;w=60` per API key, `"anonymous";q=60;w=60` per client address
-     *     without a key (category endpoints). Quotas are deployment configuration
-     *     (RATE_LIMIT_PER_KEY_PER_MINUTE, RATE_LIMIT_ANONYMOUS_PER_MINUTE).
+     *     without a key (category endpoints), `"auth-failures";q=60;w=60` per client
+     *     address for failed authentications (on its 429 only). Quotas are deployment
+     *     configuration (RATE_LIMIT_PER_KEY_PER_MINUTE, RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+     *     RATE_LIMIT_AUTH_FAILURES_PER_MINUTE).
      */
     RateLimitPolicy: string;
     /** @description Remaining requests and seconds until the window resets (draft field), e.g. `"per-key";r=12;t=30`. */
     RateLimit: string;
+    /** @description Strong validator of the representation; send it back in `If-None-Match` to get 304. */
+    ETag: string;
+    /** @description `public, max-age=300`: the document changes only with a deploy. */
+    DocumentCacheControl: string;
     /**
      * @description `true` when the response is the recorded answer to an earlier request with the same
      *     Idempotency-Key: its status, body (the original `error.request_id` included) and the
@@ -4371,6 +4383,8 @@ export interface operations {
       200: {
         headers: {
           "Request-Id": components["headers"]["RequestId"];
+          ETag: components["headers"]["ETag"];
+          "Cache-Control": components["headers"]["DocumentCacheControl"];
           [name: string]: unknown;
         };
         content: {
@@ -4387,6 +4401,16 @@ export interface operations {
           };
         };
       };
+      /** @description Not modified since the `ETag` sent in `If-None-Match`; no body. */
+      304: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          ETag: components["headers"]["ETag"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components["responses"]["BadRequest"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

@@ -8,6 +8,7 @@ import type { GatewayDB } from "./store/schema";
 import { IdentityRepository } from "./modules/identity/identity.repository";
 import { Authenticator } from "./modules/identity/authenticator";
 import { createApp } from "./http/app";
+import { answerClientErrors } from "./http/client-errors";
 import { gatewayModules } from "./modules";
 import { routeTable } from "./routes";
 import { KeyCache, listenForKeyChanges } from "./modules/identity/key-cache";
@@ -41,6 +42,7 @@ export const gatewayService = defineService({
       keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
       perKeyPerMinute: config.RATE_LIMIT_PER_KEY_PER_MINUTE,
       anonymousPerMinute: config.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+      authFailuresPerMinute: config.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE,
       log,
     });
     rt.onStop(() => rateLimiter.close());
@@ -59,6 +61,7 @@ export const gatewayService = defineService({
       const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, (err?: Error) =>
         err ? reject(err) : resolve(s),
       );
+      answerClientErrors(s, config.DOCS_BASE_URL);
     });
     server.keepAliveTimeout = 65_000;
     rt.onStop(() => closeServer(server, config.SHUTDOWN_GRACE_MS));

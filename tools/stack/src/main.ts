@@ -4,7 +4,9 @@
  * as its own process on its default port, the gateway on
  * http://127.0.0.1:8080/v1, and demo credentials in .dpp/credentials.json.
  * PORT (the gateway) and <NAME>_PORT (each gRPC service, e.g. PASSPORT_PORT)
- * override the ports. Ctrl-C stops every process and the database.
+ * override the ports. A service that dies is restarted with backoff and logged
+ * (supervise.ts); the stack stops on Ctrl-C, or when a service keeps dying
+ * (more than 5 restarts within 5 minutes).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -12,6 +14,7 @@ import { ensureDemoCredentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { portsFromEnv } from "./ports";
 import { migrateAll, REPO_ROOT, startStack, type ServiceName, type Stack } from "./stack";
+import { describeSupervisionEvent } from "./supervise";
 
 const DPP_DIR = path.join(REPO_ROOT, ".dpp");
 
@@ -65,6 +68,14 @@ async function main() {
       ports,
       logLevel: process.env.LOG_LEVEL ?? "info",
       env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {},
+      supervise: {
+        report: (event) => {
+          const line = `[stack] ${describeSupervisionEvent(event)}`;
+          if (event.kind === "restarted") console.log(line);
+          else console.error(line);
+          if (event.kind === "gave_up") void shutdown(1);
+        },
+      },
     });
     writeStackFile({
       database_url: databaseUrl,
@@ -72,13 +83,6 @@ async function main() {
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });
-    for (const s of Object.values(stack.services)) {
-      s.process.once("exit", (code, signal) => {
-        if (stopping) return;
-        console.error(`${s.name} exited (${signal ?? code}); stopping the stack.`);
-        void shutdown(1);
-      });
-    }
     const file = path.join(DPP_DIR, "credentials.json");
     const creds = await ensureDemoCredentials(databaseUrl, file, stack.baseUrl);
     const secs = ((Date.now() - started) / 1000).toFixed(1);

@@ -2,7 +2,9 @@
  * The local stack: every service of the registry (services.json) as its own
  * process, talking gRPC, against one Postgres (embedded when no DATABASE_URL is
  * given). Used by `npm start` and by the e2e tests. Every gRPC service listens
- * on 127.0.0.1 only.
+ * on 127.0.0.1 only. With `supervise` (npm start), a service that dies is
+ * restarted with backoff (supervise.ts); without it (the e2e harness), a process
+ * that exits stays down until startService().
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -25,8 +27,10 @@ import {
   type ServiceEntry,
   type ServiceName,
 } from "../../registry";
+import { DEFAULT_SUPERVISION, Supervisor, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 export { REPO_ROOT, type ServiceName };
+export { describeSupervisionEvent, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 /** The registry, validated (an invalid services.json stops the stack before anything starts). */
 const SERVICES = loadRegistry();
@@ -51,6 +55,12 @@ export interface StackOptions {
   log?: Pick<Logger, "info" | "warn" | "error">;
   /** Internal-auth key pairs of the callers (made fresh for each stack when absent). */
   keys?: StackKeys;
+  /**
+   * Restart a service that dies (npm start). Off by default: the e2e tests kill and start services themselves.
+   * `report` receives each death, restart and the giving up (after which nothing is restarted; the caller stops
+   * the stack).
+   */
+  supervise?: { policy?: Partial<SupervisionPolicy>; report: (event: SupervisionEvent) => void };
 }
 
 /** The services the admin CLI calls directly (its platform transitions). */
@@ -78,11 +88,14 @@ export interface Stack {
   adminKey: string;
   gatewayPort: number;
   services: Record<ServiceName, RunningService>;
-  /** Stops one service (SIGTERM, then SIGKILL after the grace period). */
+  /** Stops one service (SIGTERM, then SIGKILL after the grace period); a supervised stack does not restart it. */
   stopService(name: ServiceName): Promise<void>;
-  /** Sends a signal (SIGKILL by default: a crash, no cleanup) and waits for the process to exit. */
+  /**
+   * Sends a signal (SIGKILL by default: a crash, no cleanup) and waits for the process to exit; a supervised
+   * stack does not restart it either (the caller decides when it comes back).
+   */
   killService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
-  /** Starts a stopped service again on the same address. */
+  /** Starts a stopped service again on the same address (supervised again when the stack is). */
   startService(name: ServiceName): Promise<void>;
   stop(): Promise<void>;
 }
@@ -184,7 +197,8 @@ async function waitFor(
 ) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode} while starting`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${what} exited (${child.signalCode ?? `code ${child.exitCode}`}) while starting`);
     const state = await check().catch((err: unknown) => {
       if (err instanceof RegistryMismatch) throw err;
       return "not yet";
@@ -218,7 +232,8 @@ async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness>
 }
 
 async function httpReady(url: string): Promise<Readiness> {
-  const res = await fetch(url);
+  // Bounded: a probe that never answers must not hold the start past its timeout.
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
   return res.ok ? "ready" : "not yet";
 }
 
@@ -265,15 +280,36 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const services = {} as Record<ServiceName, RunningService>;
   const baseUrl = `http://${HOST}:${ports[GATEWAY.name]}/v1`;
 
-  const start = async (name: ServiceName) => {
+  /** Spawns the service and waits until it is ready; a process that is not ready in time is killed. */
+  const launch = async (name: ServiceName): Promise<ChildProcess> => {
     const s = byName(name);
     const child = spawnService(name, ["serve"], envs[name], o.logDir);
     services[name] = { name, address: address(name), process: child };
-    if (s.kind === "gateway")
-      await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), child);
-    else await waitFor(name, () => grpcServing(s, address(name)), child);
+    try {
+      if (s.kind === "gateway")
+        await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), child);
+      else await waitFor(name, () => grpcServing(s, address(name)), child);
+    } catch (err) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await waitExit(child);
+      }
+      throw err;
+    }
+    return child;
+  };
+  const supervisor = o.supervise
+    ? new Supervisor(
+        { ...DEFAULT_SUPERVISION, ...o.supervise.policy },
+        (name) => launch(name as ServiceName),
+        o.supervise.report,
+      )
+    : undefined;
+  const start = async (name: ServiceName) => {
+    await launch(name);
   };
   const stopService = async (name: ServiceName) => {
+    supervisor?.pause(name);
     const child = services[name]?.process;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");
@@ -283,6 +319,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   };
 
   const killService = async (name: ServiceName, signal: NodeJS.Signals = "SIGKILL") => {
+    supervisor?.pause(name);
     const child = services[name]?.process;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill(signal);
@@ -290,6 +327,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   };
 
   const stop = async () => {
+    supervisor?.stop();
     await stopService(GATEWAY.name);
     await Promise.all(GRPC_SERVICES.map((s) => stopService(s.name)));
   };
@@ -301,6 +339,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     await Promise.all((Object.keys(services) as ServiceName[]).map(stopService));
     throw err;
   }
+  for (const s of SERVICES) supervisor?.watch(s.name, services[s.name].process);
 
   return {
     baseUrl,
@@ -309,7 +348,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     services,
     stopService,
     killService,
-    startService: start,
+    startService: async (name: ServiceName) => {
+      const child = await launch(name);
+      supervisor?.watch(name, child);
+    },
     stop,
   };
 }

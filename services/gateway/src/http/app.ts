@@ -1,25 +1,32 @@
 /**
  * The HTTP app: probes, then /v1 routed from the route table (src/routes.ts). Each route runs the same
- * chain (middleware/): authenticate and check the scope → rate limit → conditional headers →
- * Idempotency-Key syntax → media type and JSON body with the route's limit → idempotency scope → its
- * handler. Unknown methods answer 405 with Allow, unknown paths 404; one error handler builds every
- * error envelope.
+ * chain (middleware/): authenticate the key → rate limit (every later answer counts) → path, query and
+ * header hygiene → organization and scope → conditional headers → Idempotency-Key syntax → media type
+ * and the strict JSON body with the route's limit → idempotency scope → its handler. Unknown methods
+ * answer 405 with Allow, unknown paths 404; one error handler builds every error envelope. Every
+ * response carries the security headers of middleware/security.ts.
  */
 import express from "express";
 import { ApiError } from "@dpp/contract";
 import { type Logger } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
+import { OPENAPI_DOCUMENT } from "../openapi.generated";
 import { allowedMethods, expressPath, type Route } from "./route";
 import { docsPage } from "./docs";
-import { authenticate } from "./middleware/authenticate";
+import { authenticate, authorize } from "./middleware/authenticate";
 import { bodyParsing } from "./middleware/body";
 import { conditionalHeaders } from "./middleware/conditional";
 import { dispatch } from "./middleware/dispatch";
 import { errorHandler } from "./middleware/errors";
 import { idempotencyKeySyntax, idempotencyScope } from "./middleware/idempotency";
+import { inputHygiene } from "./middleware/inputs";
 import { requestId, requestLog } from "./middleware/observe";
 import { rateLimit } from "./middleware/rate-limit";
+import { answerCached, etagOf, securityHeaders } from "./middleware/security";
+
+/** The ETag of GET /v1/openapi.json (the route answers the generated document as is). */
+const OPENAPI_ETAG = etagOf(JSON.stringify(OPENAPI_DOCUMENT));
 
 export interface AppDeps {
   authenticator: Authenticator;
@@ -43,6 +50,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.set("query parser", "simple");
 
   app.use(requestId());
+  app.use(securityHeaders());
   app.use(requestLog(deps.log));
 
   // The API reference (GET /v1/openapi.json is the raw document, in the route table).
@@ -57,6 +65,11 @@ export function createApp(deps: AppDeps): express.Express {
       .catch(() => next(new ApiError("internal_error", "Not ready.", { reason: "not_ready" })));
   });
 
+  // The public document is cacheable: ETag, Cache-Control and 304 before the route answers it.
+  app.get("/v1/openapi.json", (req, res, next) => {
+    if (!answerCached(req, res, OPENAPI_ETAG)) next();
+  });
+
   const v1 = express.Router({ caseSensitive: true, strict: false });
   const paths = [...new Set(routes.map((r) => r.path))];
   for (const path of paths) {
@@ -64,8 +77,10 @@ export function createApp(deps: AppDeps): express.Express {
     for (const spec of routes.filter((r) => r.path === path)) {
       const method = spec.method.toLowerCase() as "get" | "post" | "patch" | "delete";
       route[method](
-        authenticate(spec, deps.authenticator),
+        authenticate(spec, deps.authenticator, deps.rateLimiter),
         rateLimit(deps.rateLimiter),
+        inputHygiene(),
+        authorize(spec, deps.authenticator),
         conditionalHeaders(spec),
         idempotencyKeySyntax(spec),
         ...bodyParsing(spec),

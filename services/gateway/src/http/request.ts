@@ -48,11 +48,6 @@ export function bodyObject(body: unknown): Record<string, unknown> {
   return body;
 }
 
-/** The body as JSON object text, for a member that is free-form (a merge patch). */
-export function bodyJson(body: unknown): string {
-  return JSON.stringify(bodyObject(body));
-}
-
 /** unknown_field issues for the members of `body` that are not in `known`, in the body's order. */
 export function unknownMembers(body: Record<string, unknown>, known: readonly string[]): Issue[] {
   return Object.keys(body)

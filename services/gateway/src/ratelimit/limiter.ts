@@ -6,7 +6,10 @@
  * limits, logged, never a 5xx.
  *
  * - anonymous callers (category endpoints without a key): ANON limit per client address;
- * - authenticated callers: the per-key limit, per key id (all modes and organizations).
+ * - authenticated callers: the per-key limit, per key id (all modes and organizations), every answer counted
+ *   (refusals after authentication included);
+ * - failed authentications: AUTH_FAILURES per client address; an address over it is refused 429 before any
+ *   key it sends is looked up (docs/decisions/0019).
  */
 import { Redis } from "ioredis";
 import {
@@ -23,10 +26,12 @@ export interface RateLimitOptions {
   keyPrefix: string;
   perKeyPerMinute: number;
   anonymousPerMinute: number;
+  /** Failed authentications per minute per client address. */
+  authFailuresPerMinute: number;
   log: Logger;
 }
 
-export type Bucket = "anonymous" | "key";
+export type Bucket = "anonymous" | "key" | "auth_failures";
 
 export interface RateLimitDecision {
   /** Response headers for every limited response (draft IETF RateLimit fields). */
@@ -34,7 +39,11 @@ export interface RateLimitDecision {
 }
 
 const WINDOW_S = 60;
-const POLICY: Record<Bucket, string> = { anonymous: "anonymous", key: "per-key" };
+const POLICY: Record<Bucket, string> = {
+  anonymous: "anonymous",
+  key: "per-key",
+  auth_failures: "auth-failures",
+};
 
 export class RateLimiter {
   private readonly limiters: Record<Bucket, RateLimiterAbstract>;
@@ -43,7 +52,11 @@ export class RateLimiter {
   private redisState: "unknown" | "up" | "down" = "unknown";
 
   constructor(private readonly o: RateLimitOptions) {
-    this.quota = { anonymous: o.anonymousPerMinute, key: o.perKeyPerMinute };
+    this.quota = {
+      anonymous: o.anonymousPerMinute,
+      key: o.perKeyPerMinute,
+      auth_failures: o.authFailuresPerMinute,
+    };
     if (o.redisUrl) {
       this.redis = new Redis(o.redisUrl, {
         enableOfflineQueue: false,
@@ -81,7 +94,11 @@ export class RateLimiter {
         insuranceLimiter: memory,
       });
     };
-    this.limiters = { anonymous: make("anonymous"), key: make("key") };
+    this.limiters = {
+      anonymous: make("anonymous"),
+      key: make("key"),
+      auth_failures: make("auth_failures"),
+    };
   }
 
   private down(reason: string) {
@@ -97,6 +114,33 @@ export class RateLimiter {
     return this.redisState === "up";
   }
 
+  /** The 429 of a bucket whose window resets in `msBeforeNext`. */
+  private refusal(bucket: Bucket, msBeforeNext: number): ApiError {
+    const quota = this.quota[bucket];
+    const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
+    const policy = POLICY[bucket];
+    return new ApiError(
+      "rate_limited",
+      bucket === "auth_failures"
+        ? `Too many failed authentications from this address: the limit is ${quota} per ${WINDOW_S} seconds; retry after ${retryAfter} s.`
+        : `Too many requests: the limit is ${quota} per ${WINDOW_S} seconds; retry after ${retryAfter} s.`,
+      { limit: quota, window_seconds: WINDOW_S, policy, retry_after_seconds: retryAfter },
+      {
+        "Retry-After": String(retryAfter),
+        "RateLimit-Policy": `"${policy}";q=${quota};w=${WINDOW_S}`,
+        RateLimit: `"${policy}";r=0;t=${retryAfter}`,
+      },
+    );
+  }
+
+  /** Anything but a refusal from the limiter is a limiter fault: fail open, logged. */
+  private faulted(err: unknown): void {
+    this.o.log.warn(
+      { err: { message: (err as Error)?.message } },
+      "rate limiter failed; request let through",
+    );
+  }
+
   /** Counts one request; throws 429 rate_limited (with Retry-After and RateLimit fields) when over. */
   async consume(bucket: Bucket, id: string): Promise<RateLimitDecision> {
     const quota = this.quota[bucket];
@@ -105,24 +149,8 @@ export class RateLimiter {
     try {
       res = await this.limiters[bucket].consume(id, 1);
     } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-        throw new ApiError(
-          "rate_limited",
-          `Too many requests: the limit is ${quota} per ${WINDOW_S} seconds; retry after ${retryAfter} s.`,
-          { limit: quota, window_seconds: WINDOW_S, policy: POLICY[bucket], retry_after_seconds: retryAfter },
-          {
-            "Retry-After": String(retryAfter),
-            "RateLimit-Policy": policy,
-            RateLimit: `"${POLICY[bucket]}";r=0;t=${retryAfter}`,
-          },
-        );
-      }
-      // Anything else is a limiter fault: fail open, logged.
-      this.o.log.warn(
-        { err: { message: (err as Error)?.message } },
-        "rate limiter failed; request let through",
-      );
+      if (err instanceof RateLimiterRes) throw this.refusal(bucket, err.msBeforeNext);
+      this.faulted(err);
       return { headers: {} };
     }
     return {
@@ -131,6 +159,30 @@ export class RateLimiter {
         RateLimit: `"${POLICY[bucket]}";r=${Math.max(0, res.remainingPoints)};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`,
       },
     };
+  }
+
+  /** Throws 429 when `id` already used up its quota in this window; counts nothing. */
+  async assertUnder(bucket: Bucket, id: string): Promise<void> {
+    let res: RateLimiterRes | null;
+    try {
+      res = await this.limiters[bucket].get(id);
+    } catch (err) {
+      this.faulted(err);
+      return;
+    }
+    if (res && res.consumedPoints >= this.quota[bucket]) throw this.refusal(bucket, res.msBeforeNext);
+  }
+
+  /** Counts one failure against `id`; the 429 to answer instead when that was one too many. */
+  async countFailure(bucket: Bucket, id: string): Promise<ApiError | undefined> {
+    try {
+      await this.limiters[bucket].consume(id, 1);
+      return undefined;
+    } catch (err) {
+      if (err instanceof RateLimiterRes) return this.refusal(bucket, err.msBeforeNext);
+      this.faulted(err);
+      return undefined;
+    }
   }
 
   async close(): Promise<void> {

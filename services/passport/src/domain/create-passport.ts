@@ -27,6 +27,9 @@ export interface NewPassport {
 
 export const MAX_IDENTIFIER_LENGTH = 255;
 
+/** A length in Unicode code points (an emoji counts once), the unit of the interface's limits. */
+export const codePoints = (s: string): number => [...s].length;
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
@@ -43,7 +46,10 @@ export function parseNewPassport(fields: NewPassportFields): NewPassport {
       message: `${category} is not a category; GET /v1/categories lists them.`,
     });
 
-  if (externalId !== undefined && (externalId.length < 1 || externalId.length > MAX_IDENTIFIER_LENGTH))
+  if (
+    externalId !== undefined &&
+    (codePoints(externalId) < 1 || codePoints(externalId) > MAX_IDENTIFIER_LENGTH)
+  )
     issues.push({
       source: { pointer: "/external_id" },
       rule: "length",

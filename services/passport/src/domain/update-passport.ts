@@ -7,7 +7,7 @@ import { pointerToken, validationFailed, type Issue } from "@dpp/contract";
 import { applyMergePatch, jsonEqual, type Json } from "./merge-patch";
 import { validatePassportData } from "./validate";
 import { normalizeGtin } from "./gtin";
-import { MAX_IDENTIFIER_LENGTH } from "./create-passport";
+import { codePoints, MAX_IDENTIFIER_LENGTH } from "./create-passport";
 
 const READ_ONLY = new Set([
   "object",
@@ -61,7 +61,7 @@ export function parsePatchBody(body: unknown): PassportPatch {
       if (value === null) out.externalId = null;
       else if (typeof value !== "string")
         issues.push({ source: { pointer }, rule: "type", message: "external_id must be a string or null." });
-      else if (value.length < 1 || value.length > MAX_IDENTIFIER_LENGTH)
+      else if (codePoints(value) < 1 || codePoints(value) > MAX_IDENTIFIER_LENGTH)
         issues.push({
           source: { pointer },
           rule: "length",

@@ -5,7 +5,7 @@
 import type { CallOptions, ClientOf } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
 import { list } from "../../http/json";
-import { bodyJson, bodyRefusal, conditionalFields, noBody } from "../../http/request";
+import { bodyRefusal, conditionalFields, noBody } from "../../http/request";
 import { KiB, MiB, type GatewayModule, type Route } from "../../http/route";
 import {
   approvalRequired,
@@ -21,6 +21,7 @@ import {
   createPassportRequest,
   listPassportsRequest,
   publishPassportRequest,
+  updatePassportPatch,
   validatePassportRequest,
 } from "./requests";
 
@@ -152,7 +153,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         conditional: true,
         handler: async ({ ctx, params, body, conditional }) => {
           const res = await client.updatePassport(
-            { id: params.id, patchJson: bodyJson(body), ...conditionalFields(conditional) },
+            { id: params.id, patchJson: updatePassportPatch(body), ...conditionalFields(conditional) },
             { context: ctx },
           );
           return { body: passportJson(res.passport!) };

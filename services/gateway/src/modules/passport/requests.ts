@@ -86,6 +86,25 @@ export function listPassportsRequest(query: Record<string, unknown>): {
   return { request };
 }
 
+/**
+ * PATCH .../passports/{id}: the merge patch as JSON text. `data: null` would clear the whole document (its GTIN
+ * included) in one member; it is refused, and fields are cleared one by one (`{"data": {"field": null}}`). The
+ * other members are the service's to check.
+ */
+export function updatePassportPatch(body: unknown): string {
+  const b = bodyObject(body);
+  if (b.data === null)
+    throw validationFailed([
+      {
+        source: { pointer: "/data" },
+        rule: "type",
+        message:
+          'data must be an object; clear a field by sending it as null inside data, e.g. {"data": {"gtin": null}}.',
+      },
+    ]);
+  return JSON.stringify(b);
+}
+
 const HEX64 = /^[0-9a-f]{64}$/;
 
 /** POST .../publish: the optional body {variant_review_fingerprint?}. */

@@ -1,0 +1,75 @@
+/**
+ * Response headers of every answer, and the caching of the two public documents (docs/decisions/0019).
+ *
+ * Every response: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`, a
+ * Content-Security-Policy that allows nothing (JSON is never a page), `Cache-Control: no-store` (answers to a key
+ * are never kept by a cache), and `Strict-Transport-Security` when the request came over HTTPS. Express's
+ * X-Powered-By is off (app.ts). The HTML page /docs has its own strict policy: its inline scripts by hash, inline
+ * styles (Redoc writes them at run time), images and fonts from data: URLs, nothing from another origin.
+ *
+ * /docs and /v1/openapi.json are the same for everyone until the next deploy: a strong ETag (SHA-256 of the
+ * body), `Cache-Control: public, max-age=300`, and 304 Not Modified for a matching If-None-Match.
+ */
+import { createHash } from "node:crypto";
+import type { NextFunction, Request, Response } from "express";
+
+const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+export const DOCUMENT_CACHE_CONTROL = "public, max-age=300";
+
+export function securityHeaders() {
+  return (req: Request, res: Response, next: NextFunction) => {
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.setHeader("Referrer-Policy", "no-referrer");
+    res.setHeader("X-Frame-Options", "DENY");
+    res.setHeader("Content-Security-Policy", API_CSP);
+    res.setHeader("Cache-Control", "no-store");
+    if (req.secure) res.setHeader("Strict-Transport-Security", "max-age=31536000");
+    next();
+  };
+}
+
+/** The policy of an HTML page whose only scripts are its inline ones, allowed by their SHA-256. */
+export function htmlPagePolicy(html: string): string {
+  const hashes = [...html.matchAll(/<script\b[^>]*>([\s\S]*?)<\/script>/gi)].map(
+    (m) => `'sha256-${createHash("sha256").update(m[1]!, "utf8").digest("base64")}'`,
+  );
+  return [
+    "default-src 'none'",
+    `script-src ${hashes.join(" ")}`,
+    "style-src 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src data:",
+    "connect-src 'self'",
+    "worker-src blob:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+/** A strong ETag of a representation. */
+export function etagOf(body: string): string {
+  return `"${createHash("sha256").update(body, "utf8").digest("base64url").slice(0, 32)}"`;
+}
+
+/** Whether If-None-Match names `etag` (or is `*`). */
+function matches(req: Request, etag: string): boolean {
+  const header = req.headers["if-none-match"];
+  if (header === undefined) return false;
+  return header
+    .split(",")
+    .map((t) => t.trim().replace(/^W\//, ""))
+    .some((t) => t === "*" || t === etag);
+}
+
+/**
+ * A public document's validators on the answer; true when a 304 was sent instead (If-None-Match matched), in
+ * which case the caller sends nothing more.
+ */
+export function answerCached(req: Request, res: Response, etag: string): boolean {
+  res.setHeader("ETag", etag);
+  res.setHeader("Cache-Control", DOCUMENT_CACHE_CONTROL);
+  if (!matches(req, etag)) return false;
+  res.status(304).end();
+  return true;
+}
