@@ -18,6 +18,7 @@
  * waiting). A transaction that writes events of two organizations takes both
  * locks; Postgres breaks a resulting deadlock by aborting one transaction.
  */
+import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import { Migrator, sql, type Kysely, type Generated, type Migration, type Transaction } from "kysely";
 import { startLeaderJob, withLeaderLock, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
@@ -185,9 +186,12 @@ export class OutboxRelay {
     return this.job?.consecutiveFailures ?? 0;
   }
 
-  /** Asks for a pass now (called after a transaction that wrote events commits). */
+  /**
+   * Asks for a pass now (called after a transaction that wrote events commits). The pass runs outside the
+   * caller's trace: it relays rows of many requests, each published in a span of its own request's trace.
+   */
   wake(): void {
-    this.job?.wake();
+    context.with(ROOT_CONTEXT, () => this.job?.wake());
   }
 
   /** One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. */
