@@ -68,9 +68,10 @@ export function describeBusContract(name: string, target: ContractTarget): void 
     const waitFor = (got: unknown[], n: number) =>
       eventually(async () => (got.length >= n ? true : undefined), target.deliveryTimeoutMs);
 
-    afterAll(async () => {
-      await Promise.all(subs.map((s) => s.stop().catch(() => undefined)));
-      await Promise.all(opened.map((b) => b.close()));
+    // Each test's buses are closed after it: they hold database connections (Postgres transport).
+    afterEach(async () => {
+      await Promise.all(subs.splice(0).map((s) => s.stop().catch(() => undefined)));
+      await Promise.all(opened.splice(0).map((b) => b.close()));
     });
 
     it("delivers one key's messages in publish order, with key, value and headers unchanged", async () => {
