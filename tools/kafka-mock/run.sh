@@ -60,6 +60,6 @@ echo "kafka-mock: librdkafka's mock cluster at $brokers (stopped when the comman
 export KAFKA_MOCK_BROKERS="$brokers"
 
 if [ "$#" -eq 0 ]; then
-  set -- npx jest --selectProjects kit --testPathPatterns 'bus\.contract|kafka' --verbose
+  set -- npx jest --selectProjects kit --testPathPatterns 'test/(integration/(bus\.contract|kafka-recovery)|kafka-bus)' --verbose
 fi
 "$@"

@@ -24,7 +24,7 @@
  *   again before the next publish.
  * - A subscription is supervised by its job: it joins the group in the
  *   background (subscribe() does not wait for the join), counts as running
- *   once it joined and completed a fetch, and is restarted with backoff when
+ *   once it joined and handled what it fetched, and is restarted with backoff when
  *   kafkajs reports a crash (kafkajs' own restart, every 300 ms without
  *   backoff, is switched off). While running, the job checks every
  *   `topicCheckIntervalMs` that the topic still exists.
@@ -498,13 +498,18 @@ class KafkaSubscription {
     const settled = new Promise<{ ok: true } | { ok: false; err: Error }>((resolve) => {
       this.settle = resolve;
     });
-    let joined = false;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
-      joined = true;
+    // Running: joined, and a batch was handled, or a second fetch completed (kafkajs fetches again only
+    // after the previous fetch's batches were handled). A handler that keeps failing never gets there: its
+    // crash fails this pass, so the restarts back off.
+    const fetches = new Map<unknown, number>(); // per broker: each fetches again once its batches were handled
+    consumer.on(consumer.events.GROUP_JOIN, () => fetches.clear());
+    consumer.on(consumer.events.FETCH, (e) => {
+      const node = (e as { payload?: { nodeId?: unknown } }).payload?.nodeId;
+      const n = (fetches.get(node) ?? 0) + 1;
+      fetches.set(node, n);
+      if (n >= 2) this.settle?.({ ok: true });
     });
-    consumer.on(consumer.events.FETCH, () => {
-      if (joined) this.settle?.({ ok: true });
-    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, () => this.settle?.({ ok: true }));
     consumer.on(consumer.events.CRASH, (e) => {
       if (this.consumer !== consumer) return;
       const err = e.payload.error;
@@ -536,7 +541,7 @@ class KafkaSubscription {
         }
       },
     });
-    // run() resolves once the group is joined; running means a fetch completed after it.
+    // run() resolves once the group is joined.
     const limitMs = 2 * o.rebalanceTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([

@@ -120,6 +120,7 @@ export class FakeKafka {
         DISCONNECT: "consumer.disconnect",
         GROUP_JOIN: "consumer.group_join",
         FETCH: "consumer.fetch",
+        END_BATCH_PROCESS: "consumer.end_batch_process",
       },
       on: (event: string, fn: (e: unknown) => void) => {
         handlers.set(event, fn);
@@ -134,9 +135,12 @@ export class FakeKafka {
         const { eachBatch, ...rest } = o;
         this.calls.push(["consumer.run", rest]);
         this.eachBatch = eachBatch;
-        // As kafkajs: run() resolves after the join; the first fetch follows.
+        // As kafkajs: run() resolves after the join; fetches follow (empty ones here: deliver() hands batches).
         handlers.get("consumer.group_join")?.({});
-        setImmediate(() => handlers.get("consumer.fetch")?.({}));
+        setImmediate(() => {
+          handlers.get("consumer.fetch")?.({ payload: { numberOfBatches: 0 } });
+          handlers.get("consumer.fetch")?.({ payload: { numberOfBatches: 0 } });
+        });
       },
       commitOffsets: async (offsets: unknown) => void this.calls.push(["consumer.commitOffsets", offsets]),
       disconnect: async () => void this.calls.push(["consumer.disconnect"]),
