@@ -1,7 +1,10 @@
 // Bundles the entry of every registered service (services.json; its folder's
-// src/main.ts) into one self-contained CommonJS file, <folder>/dist/main.js,
-// with all workspace code and npm dependencies inlined. The container image
-// (deploy/Dockerfile) ships only these bundles: no node_modules at run time.
+// src/main.ts) into one CommonJS file, <folder>/dist/main.js, with all
+// workspace code and npm dependencies inlined except the modules OpenTelemetry
+// instruments (INSTRUMENTED below): those stay `require`d at run time, so that
+// the instrumentations, which patch a module when it is required, see them,
+// and are copied with their own dependencies into <folder>/dist/node_modules.
+// The container image (deploy/Dockerfile) ships dist/ as it is.
 //
 //   node tools/bundle.mjs                 bundle every registered service that has an entry
 //   node tools/bundle.mjs gateway events  bundle only the named services
@@ -28,9 +31,18 @@ const registered = JSON.parse(fs.readFileSync(path.join(root, "services.json"), 
  * code never loads on our paths; bundling them would fail or pull in binaries.
  * - pg-native: pg's optional libpq binding (`require('pg').native`), never used.
  * Add a module here only when esbuild cannot bundle it, and make sure the runtime
- * never requires it (the image has no node_modules).
+ * never requires it (the image ships no other node_modules than INSTRUMENTED).
  */
 const EXTERNAL = ["pg-native"];
+
+/**
+ * Modules the OpenTelemetry instrumentations of services/kit/src/tracing.ts
+ * patch when they are required (grpc, pg, express, ioredis, kafkajs, pino; http
+ * is built in). Inlined into the bundle they would never be required, and the
+ * image's traces would hold only HTTP spans. Each one the service imports is
+ * left out of the bundle and shipped in dist/node_modules.
+ */
+const INSTRUMENTED = ["@grpc/grpc-js", "pg", "express", "ioredis", "kafkajs", "pino"];
 
 const args = process.argv.slice(2);
 const flags = new Set(args.filter((a) => a.startsWith("--")));
@@ -63,7 +75,7 @@ async function bundle(name) {
     sourcesContent: false,
     // Class and function names survive (error types and pino's `err.type` read constructor names).
     keepNames: true,
-    external: EXTERNAL,
+    external: [...EXTERNAL, ...INSTRUMENTED],
     // Runtime files (an OpenAPI document, SQL, templates) are imported and inlined,
     // never read from disk relative to the source: the image has no source tree.
     loader: { ".yaml": "text", ".yml": "text", ".sql": "text", ".md": "text", ".html": "text" },
@@ -74,14 +86,68 @@ async function bundle(name) {
   if (flags.has("--meta")) {
     fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
   }
+  const shipped = shipInstrumented(name, result.metafile, outdir);
   const size = fs.statSync(outfile).size;
   const mapSize = fs.statSync(`${outfile}.map`).size;
   const inputs = Object.keys(result.metafile.inputs).length;
   console.log(
     `bundle: ${path.relative(root, outfile)}  ${formatSize(size)}  (map ${formatSize(mapSize)}, ${inputs} inputs` +
-      `${result.warnings.length ? `, ${result.warnings.length} warnings` : ""})`,
+      `${result.warnings.length ? `, ${result.warnings.length} warnings` : ""})` +
+      `; node_modules: ${shipped.join(", ") || "none"}`,
   );
   return result;
+}
+
+/** The package directory a name resolves to from `fromDir` (pnpm: a symlink into node_modules/.pnpm), real path. */
+function packageDir(name, fromDir) {
+  for (let dir = fromDir; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, "node_modules", name);
+    if (fs.existsSync(path.join(candidate, "package.json"))) return fs.realpathSync(candidate);
+    if (dir === path.dirname(dir)) return undefined;
+  }
+}
+
+/**
+ * Copies the instrumented modules the bundle requires, and their production
+ * dependencies, into dist/node_modules: flat, except a second version of a
+ * package, which goes into the node_modules of the package that needs it.
+ */
+function shipInstrumented(name, metafile, outdir) {
+  // Each instrumented module the bundle requires, resolved from a workspace file that imports it
+  // (the services' own pinned versions), else from the first dependency that does.
+  const required = new Map();
+  const importers = Object.entries(metafile.inputs).sort(
+    ([a], [b]) => Number(a.includes("node_modules")) - Number(b.includes("node_modules")),
+  );
+  for (const [file, input] of importers)
+    for (const imp of input.imports)
+      if (imp.external && INSTRUMENTED.includes(imp.path) && !required.has(imp.path))
+        required.set(imp.path, path.dirname(path.join(root, file)));
+  const target = path.join(outdir, "node_modules");
+  fs.rmSync(target, { recursive: true, force: true });
+  const placed = new Map(); // package name -> real dir placed at the top level
+  const queue = [...required].map(([dep, from]) => ({ dep, from, into: target }));
+  while (queue.length > 0) {
+    const { dep, from, into } = queue.shift();
+    const real = packageDir(dep, from);
+    if (!real) throw new Error(`bundle: ${dep} (needed by ${from}) is not installed`);
+    let dest;
+    if (!placed.has(dep)) {
+      placed.set(dep, real);
+      dest = path.join(target, dep);
+    } else if (placed.get(dep) === real) continue;
+    else dest = path.join(into, dep);
+    if (fs.existsSync(dest)) continue;
+    fs.cpSync(real, dest, { recursive: true, dereference: true });
+    const pkg = JSON.parse(fs.readFileSync(path.join(real, "package.json"), "utf8"));
+    const deps = { ...pkg.dependencies, ...pkg.optionalDependencies };
+    for (const d of Object.keys(deps)) {
+      // Optional dependencies that are not installed (pg-native, platform binaries) are never loaded here.
+      if (!packageDir(d, real) && pkg.optionalDependencies?.[d]) continue;
+      queue.push({ dep: d, from: real, into: path.join(dest, "node_modules") });
+    }
+  }
+  return [...required.keys()];
 }
 
 async function main() {
@@ -105,8 +171,9 @@ async function main() {
   for (const name of todo) {
     try {
       await bundle(name);
-    } catch {
-      // esbuild has already printed its errors (logLevel "warning").
+    } catch (err) {
+      // esbuild has already printed its own errors (logLevel "warning"); others are printed here.
+      if (!err?.errors) console.error(err);
       console.error(`bundle: ${name} failed`);
       failed += 1;
     }

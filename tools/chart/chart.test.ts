@@ -78,6 +78,10 @@ describe("values.yaml against values.schema.json", () => {
     ["a component without its database secret", (v) => delete v.components.passport.databaseSecret],
     ["a database secret without a key", (v) => delete v.components.passport.databaseSecret.key],
     ["a malformed Kafka broker", (v) => (v.bus.kafka.brokers = ["kafka"])],
+    ["a Kafka topic name the broker refuses", (v) => (v.bus.kafka.topic = "dpp events")],
+    ["an empty Kafka consumer group", (v) => (v.bus.kafka.consumerGroup = "")],
+    ["a Kafka session timeout below the brokers' minimum", (v) => (v.bus.kafka.sessionTimeoutMs = 1000)],
+    ["a Kafka replication factor of 0", (v) => (v.bus.kafka.replicationFactor = 0)],
     ["an unknown log level", (v) => (v.config.logLevel = "verbose")],
     ["a caller name that is not a component name", (v) => (v.components.passport.callers = ["Gateway"])],
     ["a public key that is not base64url Ed25519", (v) => (v.internalAuth.publicKeys.gateway = ["abc"])],
@@ -360,6 +364,50 @@ describe("internal authentication and network policies", () => {
     // An ingress rule without `from` would admit every source: with no peer the policy admits none.
     expect(np).toMatch(/\{\{- if \$peers \}\}\n {2}ingress:\n {4}- from:/);
     expect(np).toMatch(/\{\{- else \}\}\n {2}ingress: \[\]/);
+  });
+});
+
+describe("Kafka settings", () => {
+  const configmap = read("templates", "configmap.yaml");
+  const kafka: Values = values.bus.kafka;
+
+  test("the defaults are those of one deployment: the kit's defaults, broker's replication factor", () => {
+    expect(kafka).toMatchObject({
+      topic: "dpp.domain-events.v1",
+      consumerGroup: "events",
+      topicPartitions: 6,
+      replicationFactor: null,
+      createTopic: true,
+      sessionTimeoutMs: 10000,
+      rebalanceTimeoutMs: 30000,
+    });
+  });
+
+  test.each([
+    ["topic", "KAFKA_TOPIC"],
+    ["consumerGroup", "KAFKA_CONSUMER_GROUP"],
+    ["topicPartitions", "KAFKA_TOPIC_PARTITIONS"],
+    ["replicationFactor", "KAFKA_TOPIC_REPLICATION_FACTOR"],
+    ["createTopic", "KAFKA_TOPIC_CREATE"],
+    ["sessionTimeoutMs", "KAFKA_SESSION_TIMEOUT_MS"],
+    ["rebalanceTimeoutMs", "KAFKA_REBALANCE_TIMEOUT_MS"],
+  ])("bus.kafka.%s is rendered as %s in the shared ConfigMap, inside the Kafka block", (key, variable) => {
+    const block = configmap.slice(
+      configmap.indexOf("{{- if .brokers }}"),
+      configmap.indexOf("{{- if .Values.otel"),
+    );
+    expect(block).toMatch(new RegExp(`${variable}: \\{\\{ \\.${key} \\|`));
+  });
+
+  test("the replication factor is rendered only when set (unset: the broker's default)", () => {
+    expect(configmap).toMatch(/\{\{- if \.replicationFactor \}\}\s*KAFKA_TOPIC_REPLICATION_FACTOR/);
+  });
+
+  test("values.yaml and the README say that two deployments on one cluster need distinct names", () => {
+    expect(read("values.yaml")).toMatch(
+      /Two deployments sharing one Kafka cluster need distinct kafka.topic and kafka.consumerGroup/,
+    );
+    expect(read("README.md")).toMatch(/Two deployments on one cluster need distinct groups/);
   });
 });
 

@@ -20,7 +20,11 @@ export const eventsService = defineService({
   grpcPort: 50052,
   start: async (rt: ServiceRuntime<typeof eventsEnv, EventsDB>) => {
     const repo = new EventsRepository(rt.db);
-    const subscription = await subscribeFeed(rt.bus, repo, rt.log);
+    // Registers the subscription and returns: the consumer joins its group in the background.
+    const subscription = await subscribeFeed(rt.bus, repo, rt.log, {
+      topic: rt.config.KAFKA_TOPIC,
+      group: rt.config.KAFKA_CONSUMER_GROUP,
+    });
     rt.onStop(() => subscription.stop());
     const days = rt.config.FEED_RETENTION_DAYS;
     const retention =

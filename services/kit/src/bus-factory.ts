@@ -1,6 +1,6 @@
 import { PgBus, type Bus } from "./bus";
-import type { KafkaBusOptions } from "./kafka-bus";
-import type { KafkaEnv } from "./kafka-config";
+import type { KafkaBusOptions, KafkaTestOnlySettings } from "./kafka-bus";
+import { kafkaEnvSchema, type KafkaEnv } from "./kafka-config";
 import type { Logger } from "./logger";
 
 export interface BusConfig extends Partial<KafkaEnv> {
@@ -17,24 +17,23 @@ export interface BusConfig extends Partial<KafkaEnv> {
 export function createBus(
   config: BusConfig,
   log: Logger,
-  o: { serviceName?: string; createKafkaClient?: KafkaBusOptions["createClient"] } = {},
+  o: {
+    serviceName?: string;
+    createKafkaClient?: KafkaBusOptions["createClient"];
+    /** Tests only: settings for a broker that cannot serve the production ones (see KafkaTestOnlySettings). */
+    kafkaTestOnly?: KafkaTestOnlySettings;
+  } = {},
 ): Bus {
   if (config.KAFKA_BROKERS && config.KAFKA_BROKERS.length > 0) {
     // Loaded only when chosen, so processes on the Postgres transport never load kafkajs.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { KafkaBus, kafkaBusOptions } = require("./kafka-bus") as typeof import("./kafka-bus");
-    const options = kafkaBusOptions(
-      {
-        KAFKA_TOPIC_PARTITIONS: 6,
-        KAFKA_SSL: false,
-        ...config,
-        KAFKA_BROKERS: config.KAFKA_BROKERS,
-      } as KafkaEnv,
-      log,
-      o.serviceName,
-    );
+    const defaults = kafkaEnvSchema.parse({});
+    const env = { ...defaults } as KafkaEnv;
+    for (const [k, v] of Object.entries(config)) if (v !== undefined) (env as Record<string, unknown>)[k] = v;
+    const options = kafkaBusOptions(env, log, o.serviceName);
     log.info({ brokers: options.brokers, clientId: options.clientId }, "bus: kafka");
-    return new KafkaBus({ ...options, createClient: o.createKafkaClient });
+    return new KafkaBus({ ...options, createClient: o.createKafkaClient, testOnly: o.kafkaTestOnly });
   }
   return new PgBus({ url: config.BUS_DATABASE_URL ?? config.DATABASE_URL, log });
 }

@@ -8,6 +8,7 @@
  * advances after its handler returned.
  */
 import pg from "pg";
+import { metrics, type ObservableCallback, type ObservableGauge } from "@opentelemetry/api";
 import { sql, type Kysely, type Generated, type Migration } from "kysely";
 import { createDb, lockKey, migrateDatabase } from "./db";
 import type { Logger } from "./logger";
@@ -20,7 +21,35 @@ export interface BusMessage {
 }
 
 export interface Subscription {
+  /** Where the subscription stands (it joins and recovers in the background). */
+  status(): SubscriptionStatus;
   stop(): Promise<void>;
+}
+
+/**
+ * starting: subscribed, not yet consuming (a Kafka group join takes seconds);
+ * running: consuming; retrying: lost (broker gone, topic missing, handler
+ * failing), coming back by itself with backoff; stopped.
+ */
+export type SubscriptionState = "starting" | "running" | "retrying" | "stopped";
+
+export interface SubscriptionStatus {
+  group: string;
+  topic: string;
+  state: SubscriptionState;
+  /** When the state last changed (ISO 8601). */
+  since: string;
+  /** Why it is retrying. */
+  lastError?: string;
+}
+
+/** What a service reports about its bus (gRPC health detail "bus", logs, metrics). */
+export interface BusStatus {
+  transport: "postgres" | "kafka";
+  /** Every subscription running and the last publish (if any) accepted. */
+  healthy: boolean;
+  publish: { failing: boolean; lastError?: string };
+  subscriptions: SubscriptionStatus[];
 }
 
 export interface SubscribeOptions {
@@ -30,10 +59,151 @@ export interface SubscribeOptions {
   handler: (messages: BusMessage[]) => Promise<void>;
 }
 
+/**
+ * subscribe() returns once the subscription is registered; it joins and
+ * consumes in the background, recovering from failures by itself (its
+ * status() says where it stands). publish() resolves once the bus accepted
+ * the messages and rejects when it could not; the caller (the outbox relay)
+ * retries with backoff.
+ */
 export interface Bus {
   publish(topic: string, messages: BusMessage[]): Promise<void>;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
+  status(): BusStatus;
+  /** Calls `listener` after every change of status(); returns the function that removes it. */
+  onStatusChange(listener: () => void): () => void;
   close(): Promise<void>;
+}
+
+/**
+ * The status of one bus instance, kept by its adapter: logs each change of a
+ * subscription's state (once per change: the failures themselves are logged
+ * by the job runner, rate-limited), tells listeners, and exposes two gauges
+ * through the OpenTelemetry metrics API (exported when the process configures
+ * a meter provider, e.g. OTEL_METRICS_EXPORTER):
+ * `dpp.bus.subscription.running` (1/0 per group and topic) and
+ * `dpp.bus.publish.failing` (1/0).
+ */
+export class BusStatusTracker {
+  private readonly subs = new Map<object, SubscriptionStatus>();
+  private readonly listeners = new Set<() => void>();
+  private publishState: BusStatus["publish"] = { failing: false };
+  private readonly callbacks: Array<[ObservableGauge, ObservableCallback]> = [];
+
+  constructor(
+    private readonly transport: BusStatus["transport"],
+    private readonly log: Logger,
+  ) {
+    const meter = metrics.getMeter("@dpp/kit");
+    const system = { "messaging.system": transport };
+    const running = meter.createObservableGauge("dpp.bus.subscription.running", {
+      description: "1 while the subscription consumes, 0 while it starts or retries",
+    });
+    const failing = meter.createObservableGauge("dpp.bus.publish.failing", {
+      description: "1 while publishing to the bus fails",
+    });
+    this.callbacks.push(
+      [
+        running,
+        (result) => {
+          for (const s of this.subs.values())
+            result.observe(s.state === "running" ? 1 : 0, {
+              ...system,
+              "messaging.consumer.group.name": s.group,
+              "messaging.destination.name": s.topic,
+            });
+        },
+      ],
+      [failing, (result) => result.observe(this.publishState.failing ? 1 : 0, system)],
+    );
+    for (const [gauge, cb] of this.callbacks) gauge.addCallback(cb);
+  }
+
+  /** Registers a subscription (state "starting"); `key` identifies it in later calls. */
+  add(key: object, group: string, topic: string): void {
+    this.subs.set(key, { group, topic, state: "starting", since: new Date().toISOString() });
+    this.changed();
+  }
+
+  get(key: object): SubscriptionStatus {
+    const s = this.subs.get(key);
+    if (!s) throw new Error("unknown subscription");
+    return { ...s };
+  }
+
+  set(key: object, state: SubscriptionState, err?: unknown): void {
+    const s = this.subs.get(key);
+    if (!s) return;
+    const lastError = err === undefined ? undefined : errorText(err);
+    if (s.state === state && (state !== "retrying" || s.lastError === lastError)) return;
+    const previous = s.state;
+    const next: SubscriptionStatus = {
+      group: s.group,
+      topic: s.topic,
+      state,
+      since: new Date().toISOString(),
+    };
+    if (lastError !== undefined) next.lastError = lastError;
+    this.subs.set(key, next);
+    const where = { group: s.group, topic: s.topic, transport: this.transport, previous };
+    if (state === "running") this.log.info(where, "bus subscription running");
+    else if (state === "retrying" && previous !== "retrying")
+      this.log.warn({ ...where, reason: lastError }, "bus subscription lost; retrying with backoff");
+    else if (state === "stopped") this.log.info(where, "bus subscription stopped");
+    this.changed();
+  }
+
+  remove(key: object): void {
+    if (this.subs.delete(key)) this.changed();
+  }
+
+  publishSucceeded(): void {
+    if (!this.publishState.failing) return;
+    this.publishState = { failing: false };
+    this.changed();
+  }
+
+  publishFailed(err: unknown): void {
+    const lastError = errorText(err);
+    if (this.publishState.failing && this.publishState.lastError === lastError) return;
+    this.publishState = { failing: true, lastError };
+    this.changed();
+  }
+
+  status(): BusStatus {
+    const subscriptions = [...this.subs.values()].map((s) => ({ ...s }));
+    return {
+      transport: this.transport,
+      healthy: !this.publishState.failing && subscriptions.every((s) => s.state === "running"),
+      publish: { ...this.publishState },
+      subscriptions,
+    };
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    for (const [gauge, cb] of this.callbacks) gauge.removeCallback(cb);
+    this.listeners.clear();
+  }
+
+  private changed(): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l();
+      } catch (err) {
+        this.log.error({ err }, "bus status listener failed");
+      }
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  return String(err);
 }
 
 // ---- Postgres-table transport ------------------------------------------------
@@ -99,13 +269,33 @@ export interface PgBusOptions {
 export class PgBus implements Bus {
   private readonly db: Kysely<BusDB>;
   private readonly subs = new Set<PgSubscription>();
+  private readonly tracker: BusStatusTracker;
 
   constructor(private readonly o: PgBusOptions) {
     this.db = createDb<BusDB>({ url: o.url, schema: BUS_SCHEMA, applicationName: "bus", max: 4, log: o.log });
+    this.tracker = new BusStatusTracker("postgres", o.log.child({ component: "bus" }));
+  }
+
+  status(): BusStatus {
+    return this.tracker.status();
+  }
+
+  onStatusChange(listener: () => void): () => void {
+    return this.tracker.onChange(listener);
   }
 
   async publish(topic: string, messages: BusMessage[]): Promise<void> {
     if (messages.length === 0) return;
+    try {
+      await this.insert(topic, messages);
+      this.tracker.publishSucceeded();
+    } catch (err) {
+      this.tracker.publishFailed(err);
+      throw err;
+    }
+  }
+
+  private async insert(topic: string, messages: BusMessage[]): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await sql`select pg_advisory_xact_lock(${lockKey(`bus:${topic}`)})`.execute(trx);
       await trx
@@ -124,10 +314,11 @@ export class PgBus implements Bus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
-    const sub = new PgSubscription(this.db, this.o, options);
+    const sub = new PgSubscription(this.db, this.o, options, this.tracker);
     this.subs.add(sub);
     await sub.start();
     return {
+      status: () => this.tracker.get(sub),
       stop: async () => {
         this.subs.delete(sub);
         await sub.stop();
@@ -151,6 +342,7 @@ export class PgBus implements Bus {
   async close(): Promise<void> {
     await Promise.all([...this.subs].map((s) => s.stop()));
     this.subs.clear();
+    this.tracker.close();
     await this.db.destroy();
   }
 }
@@ -164,7 +356,10 @@ class PgSubscription {
     private readonly db: Kysely<BusDB>,
     private readonly o: PgBusOptions,
     private readonly s: SubscribeOptions,
-  ) {}
+    private readonly tracker: BusStatusTracker,
+  ) {
+    tracker.add(this, s.group, s.topic);
+  }
 
   async start(): Promise<void> {
     const listener = new pg.Client({
@@ -180,6 +375,8 @@ class PgSubscription {
     await listener.connect();
     await listener.query(`listen ${NOTIFY_CHANNEL}`);
     this.listener = listener;
+    // Listening: the subscription runs (a replica whose group another holds waits its turn, running).
+    this.tracker.set(this, "running");
     // Polling is a leader job: one consumer of a group reads at a time (the others skip the pass),
     // woken by NOTIFY and every poll interval, backing off while the handler fails.
     this.job = startLeaderJob({
@@ -187,7 +384,16 @@ class PgSubscription {
       intervalMs: this.o.pollIntervalMs ?? 250,
       lock: this.db,
       log: this.o.log.child({ group: this.s.group }),
-      run: () => this.drain(),
+      run: async () => {
+        try {
+          const n = await this.drain();
+          if (!this.stopped) this.tracker.set(this, "running");
+          return n;
+        } catch (err) {
+          if (!this.stopped) this.tracker.set(this, "retrying", err);
+          throw err;
+        }
+      },
       backoffMaxMs: 5_000,
     });
   }
@@ -253,5 +459,7 @@ class PgSubscription {
     this.stopped = true;
     await this.job?.stop();
     await this.listener?.end().catch(() => undefined);
+    this.tracker.set(this, "stopped");
+    this.tracker.remove(this);
   }
 }

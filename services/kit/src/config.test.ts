@@ -20,7 +20,12 @@ describe("loadConfig", () => {
       SHUTDOWN_GRACE_MS: 10000,
       IDEMPOTENCY_REAP_INTERVAL_MS: 600000,
       KAFKA_SSL: false,
+      KAFKA_TOPIC: "dpp.domain-events.v1",
+      KAFKA_CONSUMER_GROUP: "events",
       KAFKA_TOPIC_PARTITIONS: 6,
+      KAFKA_TOPIC_CREATE: true,
+      KAFKA_SESSION_TIMEOUT_MS: 10000,
+      KAFKA_REBALANCE_TIMEOUT_MS: 30000,
     });
     expect(Object.isFrozen(config)).toBe(true);
     expect(() => {

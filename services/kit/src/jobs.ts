@@ -124,8 +124,14 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
       lastFailureLog = now;
       log.error({ err, failures, retryInMs: delay }, "job pass failed; retrying with backoff");
     }
-    // The timer may be far away (an hourly job): retry when the backoff ends.
-    setTimeout(() => wake(), delay).unref();
+    // The timer may be far away (an hourly job): retry when the backoff ends. A timer may fire a
+    // millisecond before Date.now() reaches retryAt: this backoff is over when it fires (unless a
+    // later failure set a new one), else the wake would be dropped and the job would wait a whole interval.
+    const until = retryAt;
+    setTimeout(() => {
+      if (retryAt === until) retryAt = 0;
+      wake();
+    }, delay).unref();
   };
 
   const onSuccess = () => {

@@ -18,12 +18,15 @@
  * waiting). A transaction that writes events of two organizations takes both
  * locks; Postgres breaks a resulting deadlock by aborting one transaction.
  */
-import { sql, type Kysely, type Generated, type Transaction } from "kysely";
+import { context, ROOT_CONTEXT } from "@opentelemetry/api";
+import { Migrator, sql, type Kysely, type Generated, type Migration, type Transaction } from "kysely";
 import { startLeaderJob, withLeaderLock, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
+import { createDb } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
 import type { Bus } from "./bus";
 import type { Logger } from "./logger";
+import { activeTraceContext, startPublishSpans } from "./tracing";
 
 export interface OutboxTable {
   id: Generated<number>;
@@ -32,6 +35,8 @@ export interface OutboxTable {
   livemode: boolean;
   type: string;
   payload: string;
+  /** W3C trace context (traceparent, tracestate) of the transaction that wrote the event; null without tracing. */
+  trace_context: string | null;
   created_at: Generated<Date>;
   sent_at: Date | null;
 }
@@ -50,10 +55,44 @@ export async function createOutboxTable(db: Kysely<any>): Promise<void> {
     .addColumn("livemode", "boolean", (c) => c.notNull())
     .addColumn("type", "text", (c) => c.notNull())
     .addColumn("payload", "jsonb", (c) => c.notNull())
+    .addColumn("trace_context", "jsonb")
     .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn("sent_at", "timestamptz")
     .execute();
   await sql`create index outbox_unsent_idx on outbox (id) where sent_at is null`.execute(db);
+}
+
+/**
+ * The kit's own changes to an outbox created by an earlier createOutboxTable,
+ * applied by the service template's `migrate` to every service with an outbox,
+ * with their own migration table (kit_outbox_migration) so that they never
+ * interleave with the service's migrations. Each is a no-op on a table that
+ * createOutboxTable made with the change already in it.
+ */
+export const outboxMigrations: Record<string, Migration> = {
+  "0001_trace_context": {
+    async up(db) {
+      await sql`alter table outbox add column if not exists trace_context jsonb`.execute(db);
+    },
+  },
+};
+
+/** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
+export async function migrateOutbox(url: string, schema: string): Promise<void> {
+  const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate-outbox`, max: 1 });
+  try {
+    const migrator = new Migrator({
+      db: db.withSchema(schema),
+      provider: { getMigrations: async () => outboxMigrations },
+      migrationTableSchema: schema,
+      migrationTableName: "kit_outbox_migration",
+      migrationLockTableName: "kit_outbox_migration_lock",
+    });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } finally {
+    await db.destroy();
+  }
 }
 
 /** The advisory lock key that orders one organization's outbox rows in one schema. */
@@ -63,7 +102,9 @@ export function outboxOrgLock(organizationId: string) {
 
 /**
  * Records an event in the caller's transaction, after taking the
- * organization's outbox lock (held to commit: see the header).
+ * organization's outbox lock (held to commit: see the header), with the trace
+ * context of the active span (the request that causes the event), which the
+ * relay carries on to the bus.
  */
 export async function writeOutbox<DB extends WithOutbox>(
   trx: Transaction<DB>,
@@ -79,14 +120,22 @@ export async function writeOutbox<DB extends WithOutbox>(
       livemode: event.livemode,
       type: event.type,
       payload: JSON.stringify(event),
+      trace_context: traceContextColumn(),
       sent_at: null,
     })
     .execute();
 }
 
+function traceContextColumn(): string | null {
+  const carrier = activeTraceContext();
+  return carrier ? JSON.stringify(carrier) : null;
+}
+
 export interface OutboxRelayOptions {
   /** The service schema, to name the relay's lock. */
   schema: string;
+  /** The topic events are published to (default DOMAIN_EVENTS_TOPIC; KAFKA_TOPIC in a service). */
+  topic?: string;
   intervalMs?: number;
   batchSize?: number;
   /** Sent rows are deleted after this many hours (default 168 = 7 days). */
@@ -137,9 +186,12 @@ export class OutboxRelay {
     return this.job?.consecutiveFailures ?? 0;
   }
 
-  /** Asks for a pass now (called after a transaction that wrote events commits). */
+  /**
+   * Asks for a pass now (called after a transaction that wrote events commits). The pass runs outside the
+   * caller's trace: it relays rows of many requests, each published in a span of its own request's trace.
+   */
   wake(): void {
-    this.job?.wake();
+    context.with(ROOT_CONTEXT, () => this.job?.wake());
   }
 
   /** One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. */
@@ -163,24 +215,49 @@ export class OutboxRelay {
    * in id order, and only after the bus acknowledged mark them sent. No
    * transaction is held open while publishing. A crash between publish and mark
    * re-sends the rows: the events service drops them as duplicates by event id.
+   * Each event is published in its own span, a child of the trace that wrote it,
+   * whose context travels in the message headers.
    */
   private async relayBatch(): Promise<number> {
     const batch = this.o.batchSize ?? 200;
-    const pending = await this.db
+    const topic = this.o.topic ?? DOMAIN_EVENTS_TOPIC;
+    const pending: Array<{
+      id: number;
+      event_id: string;
+      type: string;
+      organization_id: string;
+      payload: unknown;
+      trace_context: unknown;
+    }> = await this.db
       .selectFrom("outbox")
-      .select(["id", "organization_id", "payload"])
+      .select(["id", "event_id", "type", "organization_id", "payload", "trace_context"])
       .where("sent_at", "is", null)
       .orderBy("id")
       .limit(batch)
       .execute();
     if (pending.length === 0) return 0;
-    await this.bus.publish(
-      DOMAIN_EVENTS_TOPIC,
-      pending.map((r: { organization_id: string; payload: unknown }) => ({
-        key: r.organization_id,
-        value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
-      })),
+    const spans = startPublishSpans(
+      topic,
+      pending.map((r) => parseTraceContext(r.trace_context)),
+      (i) => ({ "messaging.message.id": pending[i]!.event_id, "dpp.event.type": pending[i]!.type }),
     );
+    try {
+      await this.bus.publish(
+        topic,
+        pending.map((r, i) => {
+          const headers = spans.headers[i];
+          return {
+            key: r.organization_id,
+            value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
+            ...(headers ? { headers } : {}),
+          };
+        }),
+      );
+      spans.end();
+    } catch (err) {
+      spans.end(err);
+      throw err;
+    }
     await this.db
       .updateTable("outbox")
       .set({ sent_at: sql`now()` })
@@ -204,5 +281,22 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     await this.job?.stop();
+  }
+}
+
+/** The stored trace context (jsonb: an object, or its text from some drivers); null when absent or unreadable. */
+function parseTraceContext(v: unknown): Record<string, string> | null {
+  const o = typeof v === "string" ? safeJson(v) : v;
+  if (!o || typeof o !== "object") return null;
+  const carrier: Record<string, string> = {};
+  for (const [k, val] of Object.entries(o)) if (typeof val === "string") carrier[k] = val;
+  return carrier.traceparent ? carrier : null;
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
   }
 }

@@ -30,7 +30,7 @@ import { createLogger, type Logger } from "./logger";
 import { createDb, migrateDatabase } from "./db";
 import { createBus } from "./bus-factory";
 import { migrateBus, type Bus } from "./bus";
-import { OutboxRelay } from "./outbox";
+import { migrateOutbox, OutboxRelay } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { reapIdempotencyRecords } from "./idempotency";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
@@ -43,6 +43,15 @@ import {
   type ContextVerifier,
 } from "./internal-auth";
 import { onShutdownSignal, startGrpcServer } from "./server";
+import { healthV1 } from "@dpp/proto";
+
+/**
+ * The gRPC health entry that reports the bus: SERVING while every subscription
+ * consumes and publishing works, NOT_SERVING while the bus recovers. A detail,
+ * not readiness: the server ("") stays SERVING, so a service whose bus is down
+ * keeps answering what needs only its database (the events feed).
+ */
+export const BUS_HEALTH_SERVICE = "dpp.bus";
 
 /** Variables every service reads (the database, the bus and its relay, Kafka, logging, shutdown). */
 export const commonServiceEnv = {
@@ -155,6 +164,7 @@ export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
   config: { DATABASE_URL: string; BUS_DATABASE_URL?: string | undefined },
 ): Promise<void> {
   await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
+  if (def.outbox) await migrateOutbox(config.DATABASE_URL, def.schema);
   await migrateBus(config.BUS_DATABASE_URL ?? config.DATABASE_URL);
 }
 
@@ -224,6 +234,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     if (def.outbox) {
       const r = new OutboxRelay(db, bus, log.child({ component: "outbox-relay" }), {
         schema: def.schema,
+        topic: config.KAFKA_TOPIC,
         intervalMs: config.RELAY_INTERVAL_MS,
       });
       r.start();
@@ -288,6 +299,11 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       );
       steps.push(() => server.shutdown(config.SHUTDOWN_GRACE_MS));
       port = server.port;
+      const { SERVING, NOT_SERVING } = healthV1.HealthCheckResponse_ServingStatus;
+      const report = () =>
+        server.health.set(BUS_HEALTH_SERVICE, bus.status().healthy ? SERVING : NOT_SERVING);
+      report();
+      steps.push(bus.onStatusChange(report));
     }
     let stopping: Promise<void> | undefined;
     return {

@@ -1,3 +1,14 @@
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+} from "@opentelemetry/api";
+
 /**
  * OpenTelemetry tracing for every hop: HTTP and express in the gateway, gRPC
  * client and server spans (context travels in metadata), pg, ioredis, kafkajs
@@ -51,4 +62,104 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
   return true;
+}
+
+// ---- Trace context across the outbox and the bus --------------------------------
+//
+// One trace runs gateway → service → outbox → relay → consumer: writeOutbox
+// stores the W3C trace context of the writing request in the outbox row; the
+// relay publishes each event in a PRODUCER span whose parent is that context
+// and puts the span's context into the message headers (traceparent,
+// tracestate); the consumer handles each message in a CONSUMER span whose
+// parent is the context from the headers. These use only the OpenTelemetry API:
+// without a started SDK they do nothing (no context is stored, no span made).
+
+/** The W3C trace context (traceparent, tracestate) of the active span; null when there is none. */
+export function activeTraceContext(): Record<string, string> | null {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ? carrier : null;
+}
+
+/** The context a carrier (outbox row, message headers) names, on top of no active span. */
+function contextFrom(carrier: Record<string, string> | null | undefined): Context {
+  return carrier ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
+}
+
+const tracer = () => trace.getTracer("@dpp/kit");
+
+/**
+ * Starts one PRODUCER span per message, each a child of its own stored trace
+ * context, and returns the headers carrying each span's context; `end` closes
+ * them (with the error, when publishing failed).
+ */
+export function startPublishSpans(
+  topic: string,
+  parents: Array<Record<string, string> | null | undefined>,
+  attributes: (i: number) => Attributes = () => ({}),
+): { headers: Array<Record<string, string> | undefined>; end(err?: unknown): void } {
+  const spans = parents.map((p, i) =>
+    tracer().startSpan(
+      `publish ${topic}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          "messaging.operation.type": "send",
+          "messaging.destination.name": topic,
+          ...attributes(i),
+        },
+      },
+      contextFrom(p),
+    ),
+  );
+  const headers = spans.map((span) => {
+    const carrier: Record<string, string> = {};
+    propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
+    return carrier.traceparent ? carrier : undefined;
+  });
+  return {
+    headers,
+    end: (err?: unknown) => {
+      for (const span of spans) {
+        if (err !== undefined) {
+          span.recordException(err instanceof Error ? err : String(err));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+        }
+        span.end();
+      }
+    },
+  };
+}
+
+/**
+ * Runs `fn` in a CONSUMER span whose parent is the trace context in the
+ * message headers: the consumer's work (its queries) joins the producer's trace.
+ */
+export async function withConsumeSpan<T>(
+  topic: string,
+  headers: Record<string, string> | undefined,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const span = tracer().startSpan(
+    `process ${topic}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        "messaging.operation.type": "process",
+        "messaging.destination.name": topic,
+        ...attributes,
+      },
+    },
+    contextFrom(headers),
+  );
+  try {
+    return await context.with(trace.setSpan(context.active(), span), fn);
+  } catch (err) {
+    span.recordException(err instanceof Error ? err : String(err));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+    throw err;
+  } finally {
+    span.end();
+  }
 }

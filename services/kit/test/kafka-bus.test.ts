@@ -12,115 +12,46 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { KafkaConfig } from "kafkajs";
 import { PgBus } from "../src/bus";
 import { createBus } from "../src/bus-factory";
 import { ConfigError } from "../src/config";
 import { DOMAIN_EVENTS_TOPIC } from "../src/events";
-import { KafkaBus, kafkaBusOptions, kafkaClientConfig, type KafkaClient } from "../src/kafka-bus";
+import {
+  KAFKA_REQUEST_RETRY,
+  KafkaBus,
+  KafkaTopicMissingError,
+  kafkaBusOptions,
+  kafkaClientConfig,
+  rateLimitedLogCreator,
+  type KafkaBusOptions,
+} from "../src/kafka-bus";
 import { loadKafkaEnv } from "../src/kafka-config";
-import { createLogger } from "../src/logger";
+import { createLogger, type Logger } from "../src/logger";
+import pino from "pino";
+import { eventually } from "../src/testing";
 import type { BusMessage } from "../src/bus";
+import { FakeKafka, type FakeBatchMessage } from "./support/fake-kafka";
 
 const log = createLogger("kafka-bus-test", "silent");
 
-type Call = [string, ...unknown[]];
-
-interface FakeBatchMessage {
-  offset: string;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers?: Record<string, Buffer | string | undefined>;
-}
-
-/** A recording stand-in for the kafkajs client. */
-class FakeKafka {
-  calls: Call[] = [];
-  config?: KafkaConfig;
-  existingTopics: string[] = [];
-  failSend: Error | null = null;
-  failCreateTopics: Error | null = null;
-  producerHandlers = new Map<string, () => void>();
-  eachBatch?: (args: unknown) => Promise<void>;
-
-  client(): (config: KafkaConfig) => KafkaClient {
-    return (config) => {
-      this.config = config;
-      return this as unknown as KafkaClient;
-    };
-  }
-
-  admin() {
-    return {
-      connect: async () => void this.calls.push(["admin.connect"]),
-      listTopics: async () => {
-        this.calls.push(["admin.listTopics"]);
-        return [...this.existingTopics];
-      },
-      createTopics: async (o: { topics: { topic: string }[] }) => {
-        this.calls.push(["admin.createTopics", o]);
-        if (this.failCreateTopics) throw this.failCreateTopics;
-        this.existingTopics.push(...o.topics.map((t) => t.topic));
-        return true;
-      },
-      disconnect: async () => void this.calls.push(["admin.disconnect"]),
-    };
-  }
-
-  producer(config: unknown) {
-    this.calls.push(["producer", config]);
-    return {
-      events: { DISCONNECT: "producer.disconnect" },
-      on: (event: string, fn: () => void) => void this.producerHandlers.set(event, fn),
-      connect: async () => void this.calls.push(["producer.connect"]),
-      send: async (record: unknown) => {
-        this.calls.push(["producer.send", record]);
-        if (this.failSend) throw this.failSend;
-        return [];
-      },
-      disconnect: async () => void this.calls.push(["producer.disconnect"]),
-    };
-  }
-
-  consumer(config: unknown) {
-    this.calls.push(["consumer", config]);
-    return {
-      events: { CRASH: "consumer.crash", DISCONNECT: "consumer.disconnect" },
-      on: () => undefined,
-      connect: async () => void this.calls.push(["consumer.connect"]),
-      subscribe: async (o: unknown) => void this.calls.push(["consumer.subscribe", o]),
-      run: async (o: { eachBatch: (args: unknown) => Promise<void> } & Record<string, unknown>) => {
-        const { eachBatch, ...rest } = o;
-        this.calls.push(["consumer.run", rest]);
-        this.eachBatch = eachBatch;
-      },
-      commitOffsets: async (offsets: unknown) => void this.calls.push(["consumer.commitOffsets", offsets]),
-      disconnect: async () => void this.calls.push(["consumer.disconnect"]),
-    };
-  }
-
-  /** Feeds one fetched batch to the adapter's eachBatch, as kafkajs would. */
-  deliver(topic: string, partition: number, messages: FakeBatchMessage[]): Promise<void> {
-    return this.eachBatch!({
-      batch: { topic, partition, messages },
-      resolveOffset: (o: string) => void this.calls.push(["resolveOffset", o]),
-      heartbeat: async () => void this.calls.push(["heartbeat"]),
-      isRunning: () => true,
-      isStale: () => false,
-    });
-  }
-
-  named(name: string): unknown[][] {
-    return this.calls.filter((c) => c[0] === name).map((c) => c.slice(1));
-  }
-}
-
-function kafkaBus(fake: FakeKafka, extra: Partial<Parameters<typeof kafkaBusOptions>[0]> = {}) {
+function kafkaBus(
+  fake: FakeKafka,
+  extra: Partial<Parameters<typeof kafkaBusOptions>[0]> = {},
+  options: Partial<KafkaBusOptions> = {},
+) {
   const env = loadKafkaEnv({ KAFKA_BROKERS: "k1:9092,k2:9092", KAFKA_TOPIC_PARTITIONS: "12" });
   return new KafkaBus({
-    ...kafkaBusOptions({ ...env, ...extra }, log, "passport"),
+    ...kafkaBusOptions({ ...env, ...extra }, options.log ?? log, "passport"),
     createClient: fake.client(),
+    ...options,
   });
+}
+
+/** Subscribes and waits until the subscription runs (it joins in the background). */
+async function subscribed(bus: KafkaBus, o: Parameters<KafkaBus["subscribe"]>[0]) {
+  const sub = await bus.subscribe(o);
+  await eventually(async () => (sub.status().state === "running" ? true : undefined), 5_000, 5);
+  return sub;
 }
 
 const message = (offset: number, key: string, value: string): FakeBatchMessage => ({
@@ -217,9 +148,18 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
   it("joins the consumer group from the beginning of the topic, with auto-commit off", async () => {
     const fake = new FakeKafka();
     const bus = kafkaBus(fake);
-    await bus.subscribe({ group: "events", topic: DOMAIN_EVENTS_TOPIC, handler: async () => undefined });
+    await subscribed(bus, { group: "events", topic: DOMAIN_EVENTS_TOPIC, handler: async () => undefined });
     expect(fake.named("consumer")).toEqual([
-      [expect.objectContaining({ groupId: "events", allowAutoTopicCreation: false })],
+      [
+        expect.objectContaining({
+          groupId: "events",
+          allowAutoTopicCreation: false,
+          // KAFKA_SESSION_TIMEOUT_MS and KAFKA_REBALANCE_TIMEOUT_MS defaults; heartbeats at a third of the session.
+          sessionTimeout: 10_000,
+          rebalanceTimeout: 30_000,
+          heartbeatInterval: 3_000,
+        }),
+      ],
     ]);
     expect(fake.named("consumer.subscribe")).toEqual([
       [{ topics: [DOMAIN_EVENTS_TOPIC], fromBeginning: true }],
@@ -236,7 +176,7 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
     const got: BusMessage[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    await bus.subscribe({
+    await subscribed(bus, {
       group: "events",
       topic: "t",
       handler: async (batch) => {
@@ -261,7 +201,7 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
   it("commits nothing when the handler throws, so the batch is fetched again", async () => {
     const fake = new FakeKafka();
     const bus = kafkaBus(fake);
-    await bus.subscribe({
+    await subscribed(bus, {
       group: "events",
       topic: "t",
       handler: async () => {
@@ -278,7 +218,7 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
     const fake = new FakeKafka();
     const bus = kafkaBus(fake);
     const sizes: number[] = [];
-    await bus.subscribe({
+    await subscribed(bus, {
       group: "events",
       topic: "t",
       handler: async (batch) => {
@@ -299,8 +239,8 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
   it("stop() and close() disconnect the consumer and the producer", async () => {
     const fake = new FakeKafka();
     const bus = kafkaBus(fake);
-    const sub = await bus.subscribe({ group: "g", topic: "t", handler: async () => undefined });
-    await bus.subscribe({ group: "g2", topic: "t", handler: async () => undefined });
+    const sub = await subscribed(bus, { group: "g", topic: "t", handler: async () => undefined });
+    await subscribed(bus, { group: "g2", topic: "t", handler: async () => undefined });
     await bus.publish("t", [{ key: "k", value: "v" }]);
     await sub.stop();
     await sub.stop();
@@ -311,6 +251,184 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
     await expect(bus.publish("t", [{ key: "k", value: "v" }])).rejects.toThrow("bus closed");
     await bus.close();
     expect(fake.named("producer.disconnect")).toHaveLength(1);
+  });
+});
+
+/** A logger that keeps its lines (parsed) instead of writing them. */
+function capturingLogger(): { log: Logger; lines: Array<Record<string, any>> } {
+  const lines: Array<Record<string, any>> = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { log, lines };
+}
+
+const unknownTopic = () =>
+  Object.assign(new Error("This server does not host this topic-partition"), {
+    type: "UNKNOWN_TOPIC_OR_PARTITION",
+    retriable: true,
+  });
+
+describe("KafkaBus topics (kafkajs client replaced by a recording fake)", () => {
+  it("creates a topic with the broker's default.replication.factor when KAFKA_TOPIC_REPLICATION_FACTOR is unset, never -1", async () => {
+    const fake = new FakeKafka();
+    fake.brokerDefaultReplicationFactor = "2";
+    const bus = kafkaBus(fake);
+    await bus.publish("t-rf", [{ key: "k", value: "v" }]);
+    expect(fake.named("admin.createTopics")).toEqual([
+      [{ waitForLeaders: true, topics: [{ topic: "t-rf", numPartitions: 12, replicationFactor: 2 }] }],
+    ]);
+    await bus.close();
+
+    // The broker does not say (DescribeConfigs refused): min(3, brokers).
+    const refused = new FakeKafka();
+    refused.brokerDefaultReplicationFactor = null;
+    refused.brokers = 2;
+    const other = kafkaBus(refused);
+    await other.publish("t-rf2", [{ key: "k", value: "v" }]);
+    expect(refused.named("admin.createTopics")[0]![0]).toMatchObject({
+      topics: [{ topic: "t-rf2", replicationFactor: 2 }],
+    });
+    await other.close();
+  });
+
+  it("with KAFKA_TOPIC_CREATE=false never creates the topic, names it while it is missing, and publishes once it exists", async () => {
+    const fake = new FakeKafka();
+    const bus = kafkaBus(fake, { KAFKA_TOPIC_CREATE: false });
+    const err = await bus.publish("t-nocreate", [{ key: "k", value: "v" }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KafkaTopicMissingError);
+    expect((err as Error).message).toMatch(
+      /kafka topic "t-nocreate" does not exist: KAFKA_TOPIC_CREATE=false/,
+    );
+    expect(bus.status().publish).toEqual({ failing: true, lastError: expect.stringContaining("t-nocreate") });
+    fake.existingTopics.push("t-nocreate"); // an operator created it
+    await bus.publish("t-nocreate", [{ key: "k", value: "v" }]);
+    expect(fake.named("admin.createTopics")).toEqual([]);
+    expect(fake.named("producer.send")).toHaveLength(1);
+    expect(bus.status().publish).toEqual({ failing: false });
+    await bus.close();
+  });
+
+  it("says clearly when the broker refuses to create the topic", async () => {
+    const fake = new FakeKafka();
+    fake.failCreateTopics = Object.assign(new Error("Not authorized to access topics"), {
+      type: "TOPIC_AUTHORIZATION_FAILED",
+    });
+    const bus = kafkaBus(fake);
+    await expect(bus.publish("t-denied", [{ key: "k", value: "v" }])).rejects.toThrow(
+      /kafka topic "t-denied" does not exist: the broker refused to create it \(TOPIC_AUTHORIZATION_FAILED\)/,
+    );
+    await bus.close();
+  });
+
+  it("after a failed send, replaces the producer (its sequence numbers are in doubt) and checks the topic again", async () => {
+    const fake = new FakeKafka();
+    const bus = kafkaBus(fake);
+    await bus.publish("t-fail", [{ key: "k", value: "1" }]);
+    fake.failSend = unknownTopic();
+    await expect(bus.publish("t-fail", [{ key: "k", value: "2" }])).rejects.toThrow("does not host");
+    fake.failSend = null;
+    await bus.publish("t-fail", [{ key: "k", value: "2" }]);
+    expect(fake.named("producer")).toHaveLength(2);
+    expect(fake.named("producer.disconnect")).toHaveLength(1);
+    expect(fake.named("admin.listTopics")).toHaveLength(2);
+    await bus.close();
+  });
+});
+
+describe("KafkaBus recovery (kafkajs client replaced by a recording fake)", () => {
+  it("returns from subscribe before the group is joined, and joins by itself once the broker answers", async () => {
+    const fake = new FakeKafka();
+    fake.failAdminConnect = new Error("connect ECONNREFUSED 127.0.0.1:9092");
+    const bus = kafkaBus(fake, {}, { backoffMinMs: 10, backoffMaxMs: 50 });
+    const sub = await bus.subscribe({ group: "events", topic: "t-late", handler: async () => undefined });
+    expect(["starting", "retrying"]).toContain(sub.status().state);
+    await eventually(async () => (sub.status().state === "retrying" ? true : undefined), 2_000, 5);
+    expect(sub.status().lastError).toMatch(/ECONNREFUSED/);
+    expect(bus.status().healthy).toBe(false);
+    fake.failAdminConnect = null; // the broker is back
+    await eventually(async () => (sub.status().state === "running" ? true : undefined), 2_000, 5);
+    expect(bus.status()).toMatchObject({ transport: "kafka", healthy: true });
+    await bus.close();
+  });
+
+  it("restarts a crashed consumer with backoff that grows, logging the first failure at once and repeats rate-limited", async () => {
+    const fake = new FakeKafka();
+    const { log: captured, lines } = capturingLogger();
+    const bus = kafkaBus(
+      fake,
+      {},
+      { log: captured, backoffMinMs: 20, backoffMaxMs: 5_000, repeatLogMs: 60_000 },
+    );
+    await subscribed(bus, { group: "events", topic: "t-crash", handler: async () => undefined });
+    const connects: number[] = [];
+    const failing = new Error("The group coordinator is not available");
+    fake.failConsumerConnect = failing;
+    const origCalls = fake.calls;
+    const push = origCalls.push.bind(origCalls);
+    origCalls.push = (...items) => {
+      for (const c of items) if (c[0] === "consumer.connect") connects.push(Date.now());
+      return push(...items);
+    };
+    fake.crashConsumer(failing);
+    await eventually(async () => (connects.length >= 7 ? true : undefined), 10_000, 5);
+    // Delays double from 20 ms, each between half and all of its step, so two steps later is always longer
+    // (the first gap also holds the logging of the first failure, and is left out).
+    const gaps = connects.slice(2).map((t, i) => t - connects[i + 1]!);
+    for (let i = 0; i + 2 < gaps.length; i++) expect(gaps[i + 2]!).toBeGreaterThan(gaps[i]!);
+    const failures = lines.filter((l) => l.msg === "job pass failed; retrying with backoff");
+    expect(failures).toHaveLength(1); // at once, then nothing for repeatLogMs
+    expect(failures[0]).toMatchObject({ level: 50, job: "kafka-consumer:events:t-crash" });
+    expect(lines.filter((l) => l.msg === "bus subscription lost; retrying with backoff")).toHaveLength(1);
+    fake.failConsumerConnect = null;
+    await eventually(
+      async () => (lines.some((l) => l.msg === "job recovered") ? true : undefined),
+      10_000,
+      5,
+    );
+    expect(bus.status().subscriptions).toEqual([
+      expect.objectContaining({ group: "events", topic: "t-crash", state: "running" }),
+    ]);
+    await bus.close();
+  });
+
+  it("creates a deleted topic again and restarts the consumer, found by the periodic check of a running subscription", async () => {
+    const fake = new FakeKafka();
+    const bus = kafkaBus(fake, {}, { topicCheckIntervalMs: 20, backoffMinMs: 10 });
+    await subscribed(bus, { group: "events", topic: "t-gone", handler: async () => undefined });
+    expect(fake.named("admin.createTopics")).toHaveLength(1);
+    fake.existingTopics = []; // deleted under a running consumer that has not noticed yet
+    await eventually(
+      async () => (fake.named("admin.createTopics").length === 2 ? true : undefined),
+      2_000,
+      5,
+    );
+    await eventually(async () => (fake.named("consumer").length === 2 ? true : undefined), 2_000, 5);
+    expect(fake.existingTopics).toEqual(["t-gone"]);
+    await bus.close();
+  });
+});
+
+describe("kafkajs log lines", () => {
+  it("go through the service logger at once, then at most once per window with a count; the idempotence warning is dropped", () => {
+    const { log: captured, lines } = capturingLogger();
+    let now = 1_000;
+    const logger = rateLimitedLogCreator(captured, 30_000, () => now)();
+    const entry = (message: string) => ({
+      namespace: "Connection",
+      level: 1,
+      label: "ERROR",
+      log: { message, broker: "k1:9092", timestamp: "t" },
+    });
+    for (let i = 0; i < 5; i++) logger(entry("Connection error: connect ECONNREFUSED"));
+    logger({
+      ...entry("Limiting retries for the idempotent producer may invalidate EoS guarantees"),
+      level: 2,
+    });
+    now += 30_000;
+    logger(entry("Connection error: connect ECONNREFUSED"));
+    expect(lines.map((l) => [l.level, l.msg, l.repeated])).toEqual([
+      [50, "Connection error: connect ECONNREFUSED", undefined],
+      [50, "Connection error: connect ECONNREFUSED", 4],
+    ]);
   });
 });
 
@@ -346,8 +464,9 @@ describe("Kafka configuration", () => {
       ssl: true,
       sasl: { mechanism: "scram-sha-512", username: "dpp", password: "s3cret" },
     });
-    // Reconnects and requests back off exponentially, capped.
-    expect(config.retry).toEqual({ initialRetryTime: 300, maxRetryTime: 10_000, retries: 8 });
+    // kafkajs retries a request briefly (about 2 s); the relay's and the subscription's backoff follow.
+    expect(config.retry).toEqual(KAFKA_REQUEST_RETRY);
+    expect(KAFKA_REQUEST_RETRY).toEqual({ initialRetryTime: 250, maxRetryTime: 2_000, retries: 3 });
     const plain = kafkaClientConfig(
       kafkaBusOptions(
         loadKafkaEnv({
@@ -375,6 +494,35 @@ describe("Kafka configuration", () => {
     ).toThrow(/KAFKA_SSL_CA/);
   });
 
+  it("reads the topic, consumer group and group timeouts, with the one-deployment defaults", () => {
+    const defaults = loadKafkaEnv({ KAFKA_BROKERS: "b:9092" });
+    expect(defaults).toMatchObject({
+      KAFKA_TOPIC: "dpp.domain-events.v1",
+      KAFKA_CONSUMER_GROUP: "events",
+      KAFKA_TOPIC_CREATE: true,
+      KAFKA_SESSION_TIMEOUT_MS: 10_000,
+      KAFKA_REBALANCE_TIMEOUT_MS: 30_000,
+    });
+    expect(defaults.KAFKA_TOPIC_REPLICATION_FACTOR).toBeUndefined();
+    const staging = loadKafkaEnv({
+      KAFKA_BROKERS: "b:9092",
+      KAFKA_TOPIC: "staging.dpp.domain-events.v1",
+      KAFKA_CONSUMER_GROUP: "staging-events",
+      KAFKA_TOPIC_CREATE: "false",
+      KAFKA_SESSION_TIMEOUT_MS: "15000",
+      KAFKA_REBALANCE_TIMEOUT_MS: "45000",
+    });
+    expect(kafkaBusOptions(staging, log)).toMatchObject({
+      createTopics: false,
+      sessionTimeoutMs: 15_000,
+      rebalanceTimeoutMs: 45_000,
+    });
+    expect(staging).toMatchObject({
+      KAFKA_TOPIC: "staging.dpp.domain-events.v1",
+      KAFKA_CONSUMER_GROUP: "staging-events",
+    });
+  });
+
   it("refuses malformed Kafka settings, naming each variable", () => {
     const refuse = (env: Record<string, string>) => {
       try {
@@ -396,6 +544,18 @@ describe("Kafka configuration", () => {
     const missing = refuse({ KAFKA_BROKERS: "b:9092", KAFKA_SASL_MECHANISM: "plain" });
     expect(missing).toMatch(/KAFKA_SASL_USERNAME/);
     expect(missing).toMatch(/KAFKA_SASL_PASSWORD/);
+    expect(refuse({ KAFKA_BROKERS: "b:9092", KAFKA_TOPIC: "two words" })).toMatch(/KAFKA_TOPIC/);
+    expect(refuse({ KAFKA_BROKERS: "b:9092", KAFKA_CONSUMER_GROUP: "" })).toMatch(/KAFKA_CONSUMER_GROUP/);
+    expect(refuse({ KAFKA_BROKERS: "b:9092", KAFKA_SESSION_TIMEOUT_MS: "1000" })).toMatch(
+      /KAFKA_SESSION_TIMEOUT_MS/,
+    );
+    expect(
+      refuse({
+        KAFKA_BROKERS: "b:9092",
+        KAFKA_SESSION_TIMEOUT_MS: "20000",
+        KAFKA_REBALANCE_TIMEOUT_MS: "10000",
+      }),
+    ).toMatch(/KAFKA_REBALANCE_TIMEOUT_MS: must be at least KAFKA_SESSION_TIMEOUT_MS/);
     // Unset and empty mean "no Kafka".
     expect(loadKafkaEnv({}).KAFKA_BROKERS).toBeUndefined();
     expect(loadKafkaEnv({ KAFKA_BROKERS: "", KAFKA_SASL_MECHANISM: "" }).KAFKA_BROKERS).toBeUndefined();

@@ -23,6 +23,10 @@ export interface ContractTarget {
   deliveryTimeoutMs: number;
   /** A short wait after which an undelivered message counts as "not delivered". */
   quietMs: number;
+  /** Time jest gives one test (several deliveries and group joins); default 3 × deliveryTimeoutMs. */
+  testTimeoutMs?: number;
+  /** Tests this target cannot serve, by name, with the reason: reported as skipped, by name. */
+  skip?: Record<string, string>;
 }
 
 const uniq = (label: string) => `contract-${label}-${randomBytes(4).toString("hex")}`;
@@ -33,7 +37,17 @@ const msgs = (prefix: string, from: number, to: number, key = "org_1"): BusMessa
 const values = (l: BusMessage[]) => l.map((m) => m.value);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The names of the contract's tests (for ContractTarget.skip). */
+export const BUS_CONTRACT_TESTS: string[] = [];
+
 export function describeBusContract(name: string, target: ContractTarget): void {
+  const timeout = target.testTimeoutMs ?? 3 * target.deliveryTimeoutMs;
+  const it = (title: string, fn: () => Promise<void>) => {
+    if (!BUS_CONTRACT_TESTS.includes(title)) BUS_CONTRACT_TESTS.push(title);
+    const reason = target.skip?.[title];
+    if (reason) test.skip(`${title} [not served by ${name}: ${reason}]`, fn);
+    else test(title, fn, timeout);
+  };
   describe(`Bus contract: ${name}`, () => {
     const opened: Bus[] = [];
     const subs: Subscription[] = [];
@@ -54,9 +68,10 @@ export function describeBusContract(name: string, target: ContractTarget): void 
     const waitFor = (got: unknown[], n: number) =>
       eventually(async () => (got.length >= n ? true : undefined), target.deliveryTimeoutMs);
 
-    afterAll(async () => {
-      await Promise.all(subs.map((s) => s.stop().catch(() => undefined)));
-      await Promise.all(opened.map((b) => b.close()));
+    // Each test's buses are closed after it: they hold database connections (Postgres transport).
+    afterEach(async () => {
+      await Promise.all(subs.splice(0).map((s) => s.stop().catch(() => undefined)));
+      await Promise.all(opened.splice(0).map((b) => b.close()));
     });
 
     it("delivers one key's messages in publish order, with key, value and headers unchanged", async () => {
@@ -234,6 +249,24 @@ export function describeBusContract(name: string, target: ContractTarget): void 
         expect(all.filter((v) => v.startsWith(`p${p}-`))).toEqual(
           Array.from({ length: EACH }, (_, i) => `p${p}-${i}`),
         );
+    });
+
+    it("reports a subscription running once it consumes, and forgets it once stopped", async () => {
+      const b = await bus();
+      const topic = uniq("status");
+      const { got, sub } = await collect(b, topic, "g-status");
+      await b.publish(topic, msgs("st", 1, 1));
+      await waitFor(got, 1);
+      await eventually(
+        async () => (sub.status().state === "running" ? true : undefined),
+        target.deliveryTimeoutMs,
+      );
+      expect(b.status().subscriptions).toContainEqual(
+        expect.objectContaining({ group: "g-status", topic, state: "running" }),
+      );
+      expect(b.status().publish.failing).toBe(false);
+      await sub.stop();
+      expect(b.status().subscriptions.some((s) => s.group === "g-status")).toBe(false);
     });
 
     it("stops delivering after the subscription stops, and resumes where the group left off", async () => {

@@ -37,6 +37,12 @@ class FlakyBus implements Bus {
   subscribe(options: SubscribeOptions) {
     return this.inner.subscribe(options);
   }
+  status() {
+    return this.inner.status();
+  }
+  onStatusChange(listener: () => void) {
+    return this.inner.onStatusChange(listener);
+  }
   async close(): Promise<void> {}
 }
 
@@ -335,6 +341,8 @@ describe("outbox", () => {
         await realBus.publish(topic, messages);
       },
       subscribe: (o) => realBus.subscribe(o),
+      status: () => realBus.status(),
+      onStatusChange: (l) => realBus.onStatusChange(l),
       close: async () => undefined,
     };
     const r = relay(db, schema, outage, { intervalMs: 20, backoffMinMs: 20, backoffMaxMs: 200 });
