@@ -31,6 +31,9 @@ export function createPool(o: DbOptions): pg.Pool {
   pool.on("error", (err: Error & { code?: string }) =>
     o.log?.warn({ err: { message: err.message, code: err.code } }, "postgres connection lost"),
   );
+  // So would the error of a client held out of the pool between queries (e.g. a job's advisory-lock session)
+  // when its connection is cut: the pool listens to idle clients only. Its next query fails instead.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 

@@ -338,6 +338,16 @@ describe("Node's own refusals", () => {
     expect(e).toMatchObject({ code: "invalid_request", request_id: garbage.headers["request-id"] });
     expect(e.details).toEqual({ reason: "malformed_request" });
 
+    // A NUL in a header value: Node refuses the request itself; the answer is still the envelope.
+    const nul = parseRaw(
+      await rawExchange(port, "GET /v1/categories HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n"),
+    );
+    expect(nul.status).toBe(400);
+    expect(JSON.parse(nul.body).error).toMatchObject({
+      code: "invalid_request",
+      details: { reason: "malformed_request" },
+    });
+
     const big = parseRaw(
       await rawExchange(
         port,
