@@ -1,3 +1,4 @@
+import { ApiError } from "@dpp/contract";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from "kysely";
 import type { Logger } from "./logger";
@@ -94,4 +95,41 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 /** A 64-bit advisory lock key from a text (stable across processes). */
 export function lockKey(text: string) {
   return sql<number>`hashtextextended(${text}, 0)`;
+}
+
+/** Errors of a lost or refused database connection (as opposed to a query the database refused). */
+const CONNECTION_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+const CONNECTION_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+const CONNECTION_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|not queryable|is not currently accepting connections|the database system is (starting up|shutting down)/i;
+
+/**
+ * Whether an error is the database being out of reach for a moment (a restart, a failover, a dropped connection):
+ * answered 500 internal_error with `details.reason` `database_unavailable` and `Retry-After: 1`; the pool opens
+ * new connections by itself once the database answers again.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  const code = typeof e.code === "string" ? e.code : "";
+  if (CONNECTION_ERRNOS.has(code) || CONNECTION_SQLSTATES.has(code) || code.startsWith("08")) return true;
+  return typeof e.message === "string" && CONNECTION_MESSAGES.test(e.message);
+}
+
+/** The answer to a request that met the database out of reach: 500 with Retry-After, never recorded as a refusal. */
+export function databaseUnavailable(): ApiError {
+  return new ApiError(
+    "internal_error",
+    "The database is unavailable for a moment; retry shortly.",
+    { reason: "database_unavailable" },
+    { "Retry-After": "1" },
+  );
 }

@@ -58,6 +58,25 @@ describe("toServiceError / fromServiceError (no network)", () => {
     expect(JSON.stringify(back.details)).not.toContain("hunter2");
   });
 
+  it("answers a lost database connection as internal_error database_unavailable with Retry-After", () => {
+    const lost = Object.assign(new Error("Connection terminated unexpectedly"), {});
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const shutdown = Object.assign(new Error("terminating connection due to administrator command"), {
+      code: "57P01",
+    });
+    for (const err of [lost, refused, shutdown]) {
+      const back = fromServiceError(asReceived(toServiceError(err)), "passport");
+      expect([back.code, back.details, back.headers]).toEqual([
+        "internal_error",
+        { reason: "database_unavailable" },
+        { "Retry-After": "1" },
+      ]);
+    }
+    // A query the database refused is not a lost connection.
+    const refusedQuery = Object.assign(new Error("duplicate key"), { code: "23505" });
+    expect(fromServiceError(asReceived(toServiceError(refusedQuery)), "passport").headers).toEqual({});
+  });
+
   it("carries the headers in the declared field of the packed ApiError, never in its details", () => {
     const se = toServiceError(
       new ApiError("rate_limited", undefined, { limit: 5 }, { "Retry-After": "9", Allow: "GET, HEAD" }),

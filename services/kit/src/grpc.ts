@@ -24,6 +24,7 @@ import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { Kysely } from "kysely";
 import { requireTenant, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
+import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
   type ContextSigner,
@@ -109,6 +110,9 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
   let apiErr: ApiError;
   if (err instanceof ApiError) {
     apiErr = err;
+  } else if (isDatabaseUnavailable(err)) {
+    log?.warn({ err: { message: (err as Error).message } }, "database unavailable");
+    apiErr = databaseUnavailable();
   } else {
     log?.error({ err }, "unhandled error in rpc handler");
     apiErr = new ApiError("internal_error");

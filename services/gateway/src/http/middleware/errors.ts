@@ -1,34 +1,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { ApiError, toEnvelope } from "@dpp/contract";
-import { type Logger } from "@dpp/kit";
+import { databaseUnavailable, isDatabaseUnavailable, type Logger } from "@dpp/kit";
 import { locals, newRequestId } from "./locals";
-
-/** Errors of a lost or refused database connection (as opposed to a query the database refused). */
-const CONNECTION_ERRNOS = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-]);
-const CONNECTION_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
-const CONNECTION_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|not queryable|is not currently accepting connections|the database system is (starting up|shutting down)/i;
-
-/**
- * Whether an error is the database being out of reach for a moment (a restart, a failover, a dropped connection):
- * answered 500 internal_error with `details.reason` `database_unavailable` and `Retry-After: 1`; the pool opens
- * new connections by itself once the database answers again.
- */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  if (!e || typeof e !== "object") return false;
-  const code = typeof e.code === "string" ? e.code : "";
-  if (CONNECTION_ERRNOS.has(code) || CONNECTION_SQLSTATES.has(code) || code.startsWith("08")) return true;
-  return typeof e.message === "string" && CONNECTION_MESSAGES.test(e.message);
-}
 
 interface BodyParserError {
   type?: string;
@@ -80,12 +53,7 @@ export function errorHandler(deps: { log: Logger; docsBaseUrl: string }) {
               },
               "database unavailable",
             );
-            apiErr = new ApiError(
-              "internal_error",
-              "The database is unavailable for a moment; retry shortly.",
-              { reason: "database_unavailable" },
-              { "Retry-After": "1" },
-            );
+            apiErr = databaseUnavailable();
           } else {
             deps.log.error({ err, request_id: requestId }, "unhandled error");
             apiErr = new ApiError("internal_error");
