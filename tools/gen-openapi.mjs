@@ -21,6 +21,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { staleOf } from "./generated-files.mjs";
 import openapiTS, { astToString } from "openapi-typescript";
 import * as prettier from "prettier";
 import { parse, stringify } from "yaml";
@@ -125,12 +126,7 @@ export async function render() {
 
 /** Files whose committed content differs from a fresh render. */
 export async function staleFiles() {
-  return Object.entries(await render())
-    .filter(([file, text]) => {
-      const p = path.join(root, file);
-      return !fs.existsSync(p) || fs.readFileSync(p, "utf8") !== text;
-    })
-    .map(([file]) => file);
+  return staleOf(root, await render());
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -13,6 +13,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { staleOf } from "./generated-files.mjs";
 import * as prettier from "prettier";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -198,12 +199,7 @@ export async function render() {
 
 /** Files whose committed content differs from a fresh render. */
 export async function staleFiles() {
-  return Object.entries(await render())
-    .filter(([file, text]) => {
-      const p = path.join(root, file);
-      return !fs.existsSync(p) || fs.readFileSync(p, "utf8") !== text;
-    })
-    .map(([file]) => file);
+  return staleOf(root, await render());
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
