@@ -45,3 +45,47 @@ export async function refusal(call: Promise<unknown> | (() => unknown)): Promise
   }
   throw new Error("expected a refusal, but the call succeeded");
 }
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface HttpRequestOptions {
+  method?: string;
+  key?: string;
+  body?: unknown;
+  /** Raw body, sent as is. */
+  raw?: string | Uint8Array;
+  /** Content-Type of a body (application/json by default; a Content-Type in `headers` wins). */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP exchange with a gateway at `base`: the answer's status, headers, text and parsed JSON. */
+export async function httpRequest(
+  base: string,
+  path: string,
+  o: HttpRequestOptions = {},
+): Promise<HttpResponse> {
+  const headers: Record<string, string> = { ...o.headers };
+  if (o.key) headers.authorization = `Bearer ${o.key}`;
+  let body: string | Uint8Array | undefined = o.raw;
+  if (body === undefined && o.body !== undefined) body = JSON.stringify(o.body);
+  if (body !== undefined) headers["content-type"] ??= o.contentType ?? "application/json";
+  const res = await fetch(`${base}${path}`, {
+    method: o.method ?? (body === undefined ? "GET" : "POST"),
+    headers,
+    body,
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}

@@ -23,7 +23,7 @@ import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
 import { gatewayModules, type ModuleDeps } from "../../src/modules";
 import { allowedMethods, MiB, routeTable, ROUTES } from "../../src/routes";
-import { startStore, type Store } from "../harness";
+import { startStore, type Store, httpRequest, type HttpRequestOptions, type HttpResponse } from "../harness";
 
 const DOCS = "https://docs.test/errors";
 
@@ -159,44 +159,10 @@ afterEach(() => {
   answers.clear();
 });
 
-interface Res {
-  status: number;
-  headers: Headers;
-  body: any;
-  text: string;
-}
+type Res = HttpResponse;
 
-async function request(
-  path: string,
-  o: {
-    method?: string;
-    key?: string;
-    body?: unknown;
-    raw?: string;
-    contentType?: string;
-    headers?: Record<string, string>;
-  } = {},
-): Promise<Res> {
-  const headers: Record<string, string> = { ...o.headers };
-  if (o.key) headers.authorization = `Bearer ${o.key}`;
-  let body: string | undefined;
-  if (o.raw !== undefined) body = o.raw;
-  else if (o.body !== undefined) body = JSON.stringify(o.body);
-  if (body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
-  const res = await fetch(`${base}${path}`, {
-    method: o.method ?? (body === undefined ? "GET" : "POST"),
-    headers,
-    body,
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
-}
+const request = (path: string, o: HttpRequestOptions & { base?: string } = {}): Promise<Res> =>
+  httpRequest(o.base ?? base, path, o);
 
 /** The response is the spec's error envelope with this code, and its request_id is the Request-Id header. */
 function expectEnvelope(res: Res, status: number, code: string) {

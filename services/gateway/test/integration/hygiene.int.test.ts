@@ -17,7 +17,7 @@ import { gatewayModules, type ModuleDeps } from "../../src/modules";
 import { RateLimiter } from "../../src/ratelimit/limiter";
 import { routeTable } from "../../src/routes";
 import type { GatewayDB } from "../../src/store/schema";
-import { startStore, type Store } from "../harness";
+import { startStore, type Store, httpRequest, type HttpRequestOptions, type HttpResponse } from "../harness";
 
 const DOCS = "https://docs.test/errors";
 const log = createLogger("gateway-test", "silent");
@@ -116,43 +116,10 @@ afterEach(() => {
   calls.length = 0;
 });
 
-interface Res {
-  status: number;
-  headers: Headers;
-  body: any;
-  text: string;
-}
+type Res = HttpResponse;
 
-async function request(
-  path: string,
-  o: {
-    base?: string;
-    method?: string;
-    key?: string;
-    body?: unknown;
-    raw?: string | Uint8Array;
-    headers?: Record<string, string>;
-  } = {},
-): Promise<Res> {
-  const headers: Record<string, string> = { ...o.headers };
-  if (o.key) headers.authorization = `Bearer ${o.key}`;
-  let body: string | Uint8Array | undefined = o.raw;
-  if (o.body !== undefined) body = JSON.stringify(o.body);
-  if (body !== undefined) headers["content-type"] ??= "application/json";
-  const res = await fetch(`${o.base ?? base}${path}`, {
-    method: o.method ?? (body === undefined ? "GET" : "POST"),
-    headers,
-    body,
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
-}
+const request = (path: string, o: HttpRequestOptions & { base?: string } = {}): Promise<Res> =>
+  httpRequest(o.base ?? base, path, o);
 
 function expectEnvelope(res: Res, status: number, code: string) {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
