@@ -20,7 +20,12 @@ export class PassportReads {
     return this.byId(t, id).executeTakeFirst();
   }
 
-  /** Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. */
+  /**
+   * Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. The page
+   * size is given as a subquery: Postgres then plans for reading a small part of the tenant's rows, whatever
+   * its statistics say (or lack), so the page is read in index order and never sorted from the whole tenant
+   * (docs/decisions/0023-statements-and-plans.md).
+   */
   list(t: Tenant, f: ListFilters, limit: number, afterId?: string): Promise<PassportRow[]> {
     let q = this.db
       .selectFrom("passport")
@@ -31,7 +36,10 @@ export class PassportReads {
     if (f.category) q = q.where("category", "=", f.category);
     if (f.updatedSince) q = q.where("updated_at", ">=", f.updatedSince);
     if (afterId) q = q.where("id", "<", afterId);
-    return q.orderBy("id", "desc").limit(limit).execute();
+    return q
+      .orderBy("id", "desc")
+      .limit(sql<number>`(select ${limit}::int)`)
+      .execute();
   }
 
   async idByExternalId(t: Tenant, externalId: string | null): Promise<string | undefined> {
