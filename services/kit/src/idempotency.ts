@@ -6,15 +6,18 @@
  * result and never writes twice.
  *
  * One call under a key, in one transaction:
- *   1. a transaction-scoped advisory lock on the key's scope, tried: held by another attempt that may
- *      still run → 409 resource_busy with Retry-After (nothing runs);
- *   2. the key's record, if any: another fingerprint → 409 idempotency_conflict; a recorded result →
- *      replayed (the recorded answer, or the recorded refusal), nothing runs;
- *   3. otherwise the work runs inside a savepoint; every `transaction(db, fn)` it opens joins this one
- *      (as a nested savepoint), so its writes and its outbox events commit with the record or not at
- *      all;
- *   4. the result is recorded: the response message, or a refusal (an ApiError other than
- *      resource_busy: its writes are rolled back to the savepoint first); then the transaction commits.
+ *   1. a transaction-scoped advisory lock on the key's scope, tried, and the key's record read, in one
+ *      statement: the lock held by another attempt that may still run → 409 resource_busy with
+ *      Retry-After (nothing runs); a record with another fingerprint → 409 idempotency_conflict; a
+ *      recorded result → replayed (the recorded answer, or the recorded refusal), nothing runs;
+ *   2. otherwise the work runs after a savepoint; every `transaction(db, fn)` it opens joins this one
+ *      (the first one at that savepoint, later ones as nested savepoints), so its writes and its outbox
+ *      events commit with the record or not at all;
+ *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
+ *      refusal (an ApiError other than resource_busy: its writes are rolled back to the savepoint first);
+ *      then the transaction commits. The read of step 1 may have missed a record that the previous
+ *      holder of the lock committed just before: the upsert then finds it live and leaves it, the work
+ *      is rolled back to the savepoint, and that record is answered as in step 1.
  * A failure that is not an ApiError (a bug, a lost database) rolls everything back and records nothing:
  * the same key may run again.
  *
@@ -77,12 +80,27 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
 
 // --- the ambient transaction -------------------------------------------------------------------------------
 
-const ambient = new AsyncLocalStorage<{ trx: Transaction<any>; depth: { n: number } }>();
+/** The savepoint a call's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
+const WORK_SAVEPOINT = sql.raw("idempotent_work");
+
+interface Ambient {
+  trx: Transaction<any>;
+  depth: { n: number };
+  /**
+   * Nothing was written since the work savepoint: the next `transaction(db, fn)` needs no savepoint of its
+   * own (rolling back to the work savepoint is the same), so the usual call, one store transaction, costs
+   * no savepoint round trip.
+   */
+  clean: boolean;
+}
+
+const ambient = new AsyncLocalStorage<Ambient>();
 
 /**
  * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside an idempotent
- * call it joins the call's transaction as a savepoint (rolled back alone when fn throws), so the write
- * commits together with its idempotency record. Every store's transactions go through here.
+ * call it joins the call's transaction (rolled back alone when fn throws: to its own savepoint, or to the
+ * call's work savepoint when nothing was written before it), so the write commits together with its
+ * idempotency record. Every store's transactions go through here.
  */
 export async function transaction<DB, T>(
   db: Kysely<DB>,
@@ -90,14 +108,18 @@ export async function transaction<DB, T>(
 ): Promise<T> {
   const outer = ambient.getStore();
   if (!outer) return db.transaction().execute(fn);
-  const name = sql.raw(`sp_${++outer.depth.n}`);
-  await sql`savepoint ${name}`.execute(outer.trx);
+  const first = outer.clean;
+  outer.clean = false;
+  const name = first ? WORK_SAVEPOINT : sql.raw(`sp_${++outer.depth.n}`);
+  if (!first) await sql`savepoint ${name}`.execute(outer.trx);
   try {
     const out = await fn(outer.trx as Transaction<DB>);
-    await sql`release savepoint ${name}`.execute(outer.trx);
+    if (!first) await sql`release savepoint ${name}`.execute(outer.trx);
     return out;
   } catch (err) {
     await sql`rollback to savepoint ${name}`.execute(outer.trx).catch(() => undefined);
+    // Rolled back to the work savepoint: nothing is written again.
+    if (first) outer.clean = true;
     throw err;
   }
 }
@@ -116,10 +138,15 @@ interface RecordedError {
   headers: Record<string, string>;
 }
 
+type Found = Pick<IdempotencyTable, "fingerprint" | "method" | "request_id" | "response" | "error">;
+
 /** The advisory lock key of one key's scope in this schema. */
 function scopeLock(t: TenantContext, callerOrganizationId: string, key: string) {
   return sql<number>`hashtextextended(${`idem:${t.organizationId}:${t.livemode}:${callerOrganizationId}:${key}`} || current_schema(), 0)`;
 }
+
+/** A record is live for the retention window; an older one is ignored, and replaced by the next call. */
+const LIVE_SINCE = sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`;
 
 export interface IdempotentCallOptions<R> {
   db: Kysely<any>;
@@ -132,7 +159,11 @@ export interface IdempotentCallOptions<R> {
   onCommitted?: () => void;
 }
 
-/** Runs `work` once per Idempotency-Key of ctx.idempotency (see the header). */
+/**
+ * Runs `work` once per Idempotency-Key of ctx.idempotency (see the header). Statements of a call that runs:
+ * begin; the key's lock tried and its record read (one statement); the work savepoint; the work's own; the
+ * record written (one upsert, replacing an expired record); commit.
+ */
 export async function runIdempotent<R>(
   o: IdempotentCallOptions<R>,
   work: () => Promise<R>,
@@ -140,73 +171,77 @@ export async function runIdempotent<R>(
   const idem = o.ctx.idempotency;
   if (!idem) return { response: await work(), replayed: false };
   const t = o.ctx;
+  const scope = sql`organization_id = ${t.organizationId} and livemode = ${t.livemode}
+    and caller_organization_id = ${idem.callerOrganizationId} and idempotency_key = ${idem.key}`;
+  const answerRecorded = (found: Found): IdempotentOutcome<R> => {
+    if (found.fingerprint !== idem.fingerprint || found.method !== o.method)
+      throw new ApiError(
+        "idempotency_conflict",
+        "This Idempotency-Key was already used with a different request; use a new key for a new request.",
+        { idempotency_key: idem.key },
+      );
+    if (found.response) return { response: o.decode(found.response), replayed: true };
+    // Text keeps the recorded key order (a table created as jsonb by an earlier kit answers an object).
+    const recorded = typeof found.error === "string" ? JSON.parse(found.error) : found.error;
+    throw replayedError(recorded as RecordedError, found.request_id);
+  };
   let refusal: ApiError | undefined;
   const outcome = await o.db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(${scopeLock(
-      t,
-      idem.callerOrganizationId,
-      idem.key,
-    )}) as ok`.execute(trx);
-    if (!rows[0]?.ok)
+    // The lock and the read in one statement. Its snapshot may predate the lock: a record committed by the
+    // attempt that held the lock just before is then not seen here, but the upsert below finds it.
+    const { rows } = await sql<{ locked: boolean } & Partial<Found>>`
+      select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
+             i.fingerprint, i.method, i.request_id, i.response, i.error
+      from (select) as one
+      left join idempotency i on ${scope} and i.created_at > ${LIVE_SINCE}`.execute(trx);
+    const row = rows[0];
+    if (!row?.locked)
       throw new ApiError(
         "resource_busy",
         "A request with this Idempotency-Key is still being processed; retry after the delay.",
         { idempotency_key: idem.key },
         { "Retry-After": String(BUSY_RETRY_AFTER_S) },
       );
-    const where = (q: any) =>
-      q
-        .where("organization_id", "=", t.organizationId)
-        .where("livemode", "=", t.livemode)
-        .where("caller_organization_id", "=", idem.callerOrganizationId)
-        .where("idempotency_key", "=", idem.key);
-    const found = (await where(trx.selectFrom("idempotency").selectAll())
-      .where("created_at", ">", sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`)
-      .executeTakeFirst()) as IdempotencyTable | undefined;
-    if (found) {
-      if (found.fingerprint !== idem.fingerprint || found.method !== o.method)
-        throw new ApiError(
-          "idempotency_conflict",
-          "This Idempotency-Key was already used with a different request; use a new key for a new request.",
-          { idempotency_key: idem.key },
-        );
-      if (found.response) return { response: o.decode(found.response), replayed: true };
-      // Text keeps the recorded key order (a table created as jsonb by an earlier kit answers an object).
-      const recorded = typeof found.error === "string" ? JSON.parse(found.error) : found.error;
-      throw replayedError(recorded as RecordedError, found.request_id);
-    }
-    // An expired record is replaced.
-    await where(trx.deleteFrom("idempotency")).execute();
-    await sql`savepoint idempotent_work`.execute(trx);
+    if (row.fingerprint !== null && row.fingerprint !== undefined) return answerRecorded(row as Found);
+    await sql`savepoint ${WORK_SAVEPOINT}`.execute(trx);
     let response: R | undefined;
     try {
-      response = await ambient.run({ trx, depth: { n: 0 } }, work);
+      response = await ambient.run({ trx, depth: { n: 0 }, clean: true }, work);
     } catch (err) {
       if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
-      await sql`rollback to savepoint idempotent_work`.execute(trx);
+      await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
       refusal = err;
     }
-    await trx
-      .insertInto("idempotency")
-      .values({
-        organization_id: t.organizationId,
-        livemode: t.livemode,
-        caller_organization_id: idem.callerOrganizationId,
-        idempotency_key: idem.key,
-        fingerprint: idem.fingerprint,
-        method: o.method,
-        request_id: t.requestId,
-        response: response === undefined ? null : Buffer.from(o.encode(response)),
-        error: refusal
-          ? JSON.stringify({
-              code: refusal.code,
-              message: refusal.message,
-              details: refusal.details,
-              headers: refusal.headers,
-            } satisfies RecordedError)
-          : null,
-      })
-      .execute();
+    const error = refusal
+      ? JSON.stringify({
+          code: refusal.code,
+          message: refusal.message,
+          details: refusal.details,
+          headers: refusal.headers,
+        } satisfies RecordedError)
+      : null;
+    // Inserted, or written over an expired record; a live record (committed after the read above) stays.
+    const recorded = await sql<{ ok: number }>`
+      insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
+        fingerprint, method, request_id, response, error)
+      values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
+        ${idem.fingerprint}, ${o.method}, ${t.requestId},
+        ${response === undefined ? null : Buffer.from(o.encode(response))}, ${error})
+      on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
+        set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
+            response = excluded.response, error = excluded.error, created_at = now()
+        where i.created_at <= ${LIVE_SINCE}
+      returning 1 as ok`.execute(trx);
+    if (recorded.rows.length === 0) {
+      // Another attempt recorded its result after our read: ours is undone, and theirs answered.
+      await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
+      refusal = undefined;
+      const { rows: live } = await sql<Found>`
+        select fingerprint, method, request_id, response, error from idempotency
+        where ${scope} and created_at > ${LIVE_SINCE}`.execute(trx);
+      if (!live[0]) throw new Error("the idempotency record that refused the write is gone");
+      return answerRecorded(live[0]);
+    }
     return response === undefined ? undefined : { response, replayed: false };
   });
   if (outcome && !outcome.replayed) o.onCommitted?.();

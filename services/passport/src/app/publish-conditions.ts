@@ -81,7 +81,7 @@ export async function publishBlockers(
   const limit = ctx.plan?.publishLimit;
   if (limit !== undefined && row.status === "draft") {
     if (publishing) await tx.lockPublishSlots(t);
-    const used = (await tx.usage(t, PUBLISH_SLOT_STATUSES)).published;
+    const used = await tx.countInStatuses(t, PUBLISH_SLOT_STATUSES);
     if (used >= limit)
       out.push({
         error: new ApiError(

@@ -56,12 +56,8 @@ export async function getPassportLinks(
   return { row, links: passportLinks(row, app.hosts) };
 }
 
-/** Publish slots used (published, deactivated, readonly) and passports held (not trashed), in the context's mode. */
-export async function getUsage(
-  app: PassportApp,
-  ctx: RequestContext,
-): Promise<{ publishedCount: number; passportCount: number }> {
+/** Publish slots used (passports published, deactivated or readonly), in the context's mode. */
+export async function getUsage(app: PassportApp, ctx: RequestContext): Promise<{ publishedCount: number }> {
   const t = requireTenant(ctx);
-  const u = await app.store.usage(t, PUBLISH_SLOT_STATUSES);
-  return { publishedCount: u.published, passportCount: u.held };
+  return { publishedCount: await app.store.countInStatuses(t, PUBLISH_SLOT_STATUSES) };
 }

@@ -119,6 +119,6 @@ export function passportRpc(uc: PassportUseCases): Impl {
         req.releases.map((r) => ({ gtin: r.gtin, owner_id: r.ownerId })),
       ),
 
-    getUsage: async (_req, { ctx }) => ({ publishedCount: (await uc.getUsage(ctx)).publishedCount }),
+    getUsage: async (_req, { ctx }) => uc.getUsage(ctx),
   };
 }

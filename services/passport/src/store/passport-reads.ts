@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { PassportDB } from "./schema";
-import type { ClaimHolder, ListFilters, PassportRow, Tenant, UsageCounts } from "./types";
+import type { ClaimHolder, ListFilters, PassportRow, Tenant } from "./types";
 
 /** The reads, on the pool or inside a transaction. */
 export class PassportReads {
@@ -20,7 +20,12 @@ export class PassportReads {
     return this.byId(t, id).executeTakeFirst();
   }
 
-  /** Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. */
+  /**
+   * Newest first by id (ids sort by creation time); `afterId` is the last id of the previous page. The page
+   * size is given as a subquery: Postgres then plans for reading a small part of the tenant's rows, whatever
+   * its statistics say (or lack), so the page is read in index order and never sorted from the whole tenant
+   * (docs/decisions/0023-statements-and-plans.md).
+   */
   list(t: Tenant, f: ListFilters, limit: number, afterId?: string): Promise<PassportRow[]> {
     let q = this.db
       .selectFrom("passport")
@@ -31,7 +36,10 @@ export class PassportReads {
     if (f.category) q = q.where("category", "=", f.category);
     if (f.updatedSince) q = q.where("updated_at", ">=", f.updatedSince);
     if (afterId) q = q.where("id", "<", afterId);
-    return q.orderBy("id", "desc").limit(limit).execute();
+    return q
+      .orderBy("id", "desc")
+      .limit(sql<number>`(select ${limit}::int)`)
+      .execute();
   }
 
   async idByExternalId(t: Tenant, externalId: string | null): Promise<string | undefined> {
@@ -57,15 +65,16 @@ export class PassportReads {
     return rows.map((r) => r.id);
   }
 
-  /** Passports in the given (publish slot) statuses, and passports not trashed. */
-  async usage(t: Tenant, slotStatuses: readonly string[]): Promise<UsageCounts> {
-    const { rows } = await sql<UsageCounts>`
-      select count(*) filter (where status in (${sql.join([...slotStatuses])}))::int as published,
-             count(*) filter (where status <> 'trashed')::int as held
-      from passport where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(
-      this.db,
-    );
-    return { published: rows[0]?.published ?? 0, held: rows[0]?.held ?? 0 };
+  /** How many of the tenant's passports are in one of these statuses (the publish slots used). */
+  async countInStatuses(t: Tenant, statuses: readonly string[]): Promise<number> {
+    const row = await this.db
+      .selectFrom("passport")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("status", "in", [...statuses])
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
   }
 
   /** Who holds each of these GTINs in the tenant, with the holding passport's product_name. */

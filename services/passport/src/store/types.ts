@@ -74,9 +74,3 @@ export interface NewValidation {
   record: object;
   checked_at: Date;
 }
-
-/** Publish slots used and passports held (not trashed), in one tenant. */
-export interface UsageCounts {
-  published: number;
-  held: number;
-}

@@ -1,0 +1,188 @@
+/**
+ * The statements each call sends to Postgres: every statement is a round trip, and round trips are most of
+ * a call's cost, so the count of each path is pinned here and a change to it is seen.
+ *
+ * Every query the service's pool sends (application_name "passport") is recorded at the node-postgres
+ * client; the outbox relay is stopped so that only the call's own statements are sent meanwhile.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { type RequestContext } from "@dpp/kit";
+import { context, createRequest, randomGtin13, startHarness, testTenant, type Harness } from "../harness";
+
+let h: Harness;
+let recording: string[] | undefined;
+const clientQuery = pg.Client.prototype.query;
+
+beforeAll(async () => {
+  h = await startHarness("passport_statements");
+  await h.service.relay?.stop();
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    const params = (this as unknown as { connectionParameters: { application_name?: string } })
+      .connectionParameters;
+    if (recording && params.application_name === "passport")
+      recording.push(typeof config === "string" ? config : (config.text ?? ""));
+    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof clientQuery;
+});
+
+afterAll(async () => {
+  pg.Client.prototype.query = clientQuery;
+  await h?.close();
+});
+
+/** What a statement does, in a word or two: "begin", "insert passport", "outbox", ... */
+function kind(text: string): string {
+  const s = text.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
+  if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
+  if (/^(savepoint|release savepoint|rollback to savepoint) /.test(s)) return s.replace(/ \w+$/, "");
+  if (s.includes("outbox")) return "outbox";
+  if (s.includes("pg_try_advisory_xact_lock") && s.includes("idempotency")) return "lock and read key";
+  if (s.startsWith("insert into idempotency")) return "record key";
+  const m = /^(?:(insert) into|(update)|(delete) from|(select) .*? from) (\w+)/.exec(s);
+  if (m) return `${m.slice(1, 5).find(Boolean)} ${m[5]}${s.includes(" for update") ? " for update" : ""}`;
+  if (s.includes("pg_advisory_xact_lock")) return "advisory lock";
+  return s.slice(0, 40);
+}
+
+/** The statements the service sent while `call` ran, by kind (the answer leaves after the commit). */
+async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  recording = sent;
+  try {
+    await call();
+  } finally {
+    recording = undefined;
+  }
+  return sent.map(kind);
+}
+
+/** The statements without the outbox's, which the kit's writeOutbox owns (one or two). */
+function apartFromOutbox(statements: string[]): string[] {
+  const outbox = statements.filter((s) => s === "outbox").length;
+  expect(outbox).toBeGreaterThanOrEqual(1);
+  expect(outbox).toBeLessThanOrEqual(2);
+  return statements.filter((s) => s !== "outbox");
+}
+
+const key = (ctx: RequestContext): RequestContext => ({
+  ...ctx,
+  idempotency: {
+    key: `k-${randomBytes(6).toString("hex")}`,
+    fingerprint: randomBytes(32).toString("hex"),
+    callerOrganizationId: ctx.organizationId!,
+  },
+});
+
+const PRO = { planId: "pro", subscriptionStatus: "active", publishLimit: 1000 };
+/** Everything a textile passport needs to be published. */
+const complete = {
+  product_name: "Organic T-shirt",
+  manufacturer_name: "Acme",
+  manufacturer_address: "1 Rua, Porto",
+  manufacturer_country: "PT",
+  material_composition: [{ fiber: "cotton", percentage: 100 }],
+  substances_of_concern: [],
+  recycling_instructions: "Textile bank",
+  care_instructions: "30 °C",
+  gtin: randomGtin13(),
+};
+
+const shirt = (name: string) => createRequest({ category: "textile", data: { product_name: name } });
+
+describe("statements per call", () => {
+  const t = testTenant();
+
+  beforeAll(async () => {
+    // The pool's connections are open and every query path has run once.
+    await h.create(t, { category: "textile", data: { product_name: "Warm-up" } });
+  });
+
+  it("a create without an Idempotency-Key: begin, the passport, its event, commit", async () => {
+    const sent = await statementsOf(() => h.client.createPassport(shirt("A"), { context: context(t) }));
+    expect(apartFromOutbox(sent)).toEqual(["begin", "insert passport", "commit"]);
+  });
+
+  it("a create under a new Idempotency-Key: the key read and locked at once, one savepoint, the record upserted", async () => {
+    const sent = await statementsOf(() => h.client.createPassport(shirt("B"), { context: key(context(t)) }));
+    expect(apartFromOutbox(sent)).toEqual([
+      "begin",
+      "lock and read key",
+      "savepoint",
+      "insert passport",
+      "record key",
+      "commit",
+    ]);
+  });
+
+  it("a retry under the same key: the recorded answer is read and replayed, nothing else", async () => {
+    const ctx = key(context(t));
+    await h.client.createPassport(shirt("C"), { context: ctx });
+    const retry: RequestContext = { ...ctx, requestId: `req_${randomBytes(6).toString("hex")}` };
+    const sent = await statementsOf(() => h.client.createPassport(shirt("C"), { context: retry }));
+    expect(retry.outcome?.idempotentReplayed).toBe(true);
+    expect(sent).toEqual(["begin", "lock and read key", "commit"]);
+  });
+
+  it("a create with a GTIN also claims it, in the same transaction", async () => {
+    const req = createRequest({ category: "textile", data: { product_name: "D", gtin: randomGtin13() } });
+    const sent = await statementsOf(() => h.client.createPassport(req, { context: context(t) }));
+    expect(apartFromOutbox(sent)).toEqual(["begin", "insert passport", "insert gtin_claim", "commit"]);
+  });
+
+  it("a GET of one passport: one statement", async () => {
+    const p = await h.create(t, { category: "textile", data: { product_name: "E" } });
+    const sent = await statementsOf(() => h.client.getPassport({ id: p.id }, { context: context(t) }));
+    expect(sent).toEqual(["select passport"]);
+  });
+
+  it("a page of the list: one statement", async () => {
+    const sent = await statementsOf(() => h.list(t, { limit: 10 }));
+    expect(sent).toEqual(["select passport"]);
+  });
+
+  it("a PATCH: the row locked and read, the versioned update, its event", async () => {
+    const p = await h.create(t, { category: "textile", data: { product_name: "F" } });
+    const patch = { id: p.id, patchJson: JSON.stringify({ data: { product_name: "G" } }) };
+    const plain = await statementsOf(() => h.client.updatePassport(patch, { context: context(t) }));
+    expect(apartFromOutbox(plain)).toEqual([
+      "begin",
+      "select passport for update",
+      "update passport",
+      "commit",
+    ]);
+    const keyed = await statementsOf(() =>
+      h.client.updatePassport(
+        { ...patch, patchJson: JSON.stringify({ data: { product_name: "H" } }) },
+        { context: key(context(t)) },
+      ),
+    );
+    expect(apartFromOutbox(keyed)).toEqual([
+      "begin",
+      "lock and read key",
+      "savepoint",
+      "select passport for update",
+      "update passport",
+      "record key",
+      "commit",
+    ]);
+  });
+
+  it("a publish: the row, the GTIN's holder, the tenant's publish slots, the versioned update, its event", async () => {
+    const c = { ...context(t), credentialKind: "secret" as const, plan: PRO };
+    const p = await h.create(t, { category: "textile", data: complete });
+    const sent = await statementsOf(() => h.client.publishPassport({ id: p.id }, { context: c }));
+    expect(apartFromOutbox(sent)).toEqual([
+      "begin",
+      "select passport for update",
+      "select gtin_claim",
+      "advisory lock",
+      "select passport",
+      "insert gtin_claim",
+      "select gtin_claim",
+      "update passport",
+      "commit",
+    ]);
+  });
+});
