@@ -361,6 +361,21 @@ describe("tenancy", () => {
   });
 });
 
+describe("keys", () => {
+  it("still refuses a mistyped copy of a cached key as malformed", async () => {
+    const app = await start({ listen: true });
+    const { org, key } = await organizationWithKey();
+    expect((await getPassportAt(app, key, org.id)).status).toBe(200);
+    const mistyped = key.slice(0, -1) + (key.endsWith("a") ? "b" : "a");
+    const res = await getPassportAt(app, mistyped, org.id);
+    expect([res.status, codeOf(res), res.body.error.details]).toEqual([
+      401,
+      "invalid_key",
+      { reason: "format" },
+    ]);
+  });
+});
+
 describe("bounds", () => {
   it("keeps at most maxEntries keys, organizations and grants, reading evicted ones again", async () => {
     const app = await start({ listen: true, maxEntries: 3 });

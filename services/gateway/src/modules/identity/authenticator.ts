@@ -69,7 +69,11 @@ export class Authenticator {
           reason: "scheme",
         },
       );
-    const parsed = parseKeyText(m[1]!);
+    // A digest in the key cache was checked when it was cached: its checksum is not computed again.
+    const parsed = parseKeyText(
+      m[1]!,
+      this.cache && ((digest) => this.cache!.keys.get(digest) !== undefined),
+    );
     if (!parsed)
       throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
         reason: "format",
