@@ -3,6 +3,7 @@ import * as m0001 from "./0001_init";
 import * as m0002 from "./0002_idempotency_grants_capabilities";
 import * as m0003 from "./0003_outbox";
 import * as m0004 from "./0004_idempotency_moves_to_services";
+import * as m0005 from "./0005_identity_change_notifications";
 
 /** Static map: the same under tsx, jest and the bundled build. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   "0002_idempotency_grants_capabilities": m0002,
   "0003_outbox": m0003,
   "0004_idempotency_moves_to_services": m0004,
+  "0005_identity_change_notifications": m0005,
 };

@@ -1,5 +1,9 @@
 import { z } from "zod";
 import { address, positiveInt } from "@dpp/kit";
+import { MAX_CACHE_TTL_MS } from "./store/ttl-cache";
+
+/** A cache lifetime in ms (identity-cache.ts): 0 turns the cache off; never above MAX_CACHE_TTL_MS. */
+const cacheTtl = z.coerce.number().int().min(0).max(MAX_CACHE_TTL_MS).default(MAX_CACHE_TTL_MS);
 
 /** The gateway's own variables (the common ones come from the kit's service template). */
 export const gatewayEnv = {
@@ -28,5 +32,9 @@ export const gatewayEnv = {
   /** Failed authentications per minute per client address; over it, 429 before any key is looked up. */
   RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: positiveInt(60),
   /** Lifetime of a cached key record; the bound on revocation when a change notification is lost (max 5000). */
-  KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5000).default(5000),
+  KEY_CACHE_TTL_MS: cacheTtl,
+  /** Lifetime of a cached organization (plan, subscription); the bound on a plan change when a notification is lost (max 5000). */
+  ORGANIZATION_CACHE_TTL_MS: cacheTtl,
+  /** Lifetime of a key's cached grant on a client; the bound on ending a grant or link when a notification is lost (max 5000). */
+  GRANT_CACHE_TTL_MS: cacheTtl,
 };

@@ -11,13 +11,14 @@ import { createApp } from "./http/app";
 import { answerClientErrors } from "./http/client-errors";
 import { gatewayModules } from "./modules";
 import { routeTable } from "./routes";
-import { KeyCache, listenForKeyChanges } from "./modules/identity/key-cache";
+import { IdentityCache, listenForIdentityChanges } from "./modules/identity/identity-cache";
+import type { ChangeListener } from "./store/change-listener";
 import { RateLimiter } from "./ratelimit/limiter";
 
 export const GATEWAY_SCHEMA = "gateway";
 
 /**
- * The gateway on the kit's service template: its store, one client per downstream service, the key cache,
+ * The gateway on the kit's service template: its store, one client per downstream service, the identity cache,
  * rate limits and the HTTP server. Stop hooks run last-registered first, so the HTTP server
  * drains before anything it uses is closed.
  */
@@ -30,12 +31,18 @@ export const gatewayService = defineService({
   outbox: true,
   start: async (rt: ServiceRuntime<typeof gatewayEnv, GatewayDB>) => {
     const { config, db, log } = rt;
-    const identity = new IdentityRepository(db, rt.eventsCommitted);
+    const identityCache = new IdentityCache({
+      keyTtlMs: config.KEY_CACHE_TTL_MS,
+      organizationTtlMs: config.ORGANIZATION_CACHE_TTL_MS,
+      grantTtlMs: config.GRANT_CACHE_TTL_MS,
+    });
+    const identity = new IdentityRepository(db, rt.eventsCommitted, (change) => identityCache.apply(change));
     const clients = connectClients(rt);
-    const keyCache = new KeyCache(config.KEY_CACHE_TTL_MS);
-    if (config.KEY_CACHE_TTL_MS > 0) {
-      const keyListener = listenForKeyChanges(config.DATABASE_URL, GATEWAY_SCHEMA, keyCache, log);
-      rt.onStop(() => keyListener.stop());
+    let identityListener: ChangeListener | undefined;
+    if (identityCache.enabled) {
+      const listener = listenForIdentityChanges(config.DATABASE_URL, GATEWAY_SCHEMA, identityCache, log);
+      rt.onStop(() => listener.stop());
+      identityListener = listener;
     }
     const rateLimiter = new RateLimiter({
       redisUrl: config.REDIS_URL,
@@ -47,7 +54,7 @@ export const gatewayService = defineService({
     });
     rt.onStop(() => rateLimiter.close());
     const app = createApp({
-      authenticator: new Authenticator(identity, undefined, keyCache),
+      authenticator: new Authenticator(identity, undefined, identityCache),
       rateLimiter,
       routes: routeTable(gatewayModules({ identity, ...clients })),
       log,
@@ -68,7 +75,7 @@ export const gatewayService = defineService({
     const addr = server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.HTTP_PORT;
     log.info({ host: config.HTTP_HOST, port }, "gateway listening");
-    return { port, server };
+    return { port, server, identityCache, identityListener };
   },
 });
 

@@ -76,15 +76,16 @@ export function createApp(deps: AppDeps): express.Express {
     const route = v1.route(expressPath(path));
     for (const spec of routes.filter((r) => r.path === path)) {
       const method = spec.method.toLowerCase() as "get" | "post" | "patch" | "delete";
+      // A step that does not apply to the route (e.g. Idempotency-Key on a GET) is left out of its chain.
       route[method](
-        authenticate(spec, deps.authenticator, deps.rateLimiter),
-        rateLimit(deps.rateLimiter),
+        ...authenticate(spec, deps.authenticator, deps.rateLimiter),
+        ...rateLimit(deps.rateLimiter),
         inputHygiene(),
-        authorize(spec, deps.authenticator),
-        conditionalHeaders(spec),
-        idempotencyKeySyntax(spec),
+        ...authorize(spec, deps.authenticator),
+        ...conditionalHeaders(spec),
+        ...idempotencyKeySyntax(spec),
         ...bodyParsing(spec),
-        idempotencyScope(spec),
+        ...idempotencyScope(spec),
         dispatch(spec),
       );
     }

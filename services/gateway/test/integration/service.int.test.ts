@@ -19,6 +19,21 @@ test("is ready once its database answers, and answers an unknown key with the en
   expect(body.error.request_id).toBe(res.headers.get("request-id"));
 });
 
+test("evicts a revoked key from its cache through the change notification", async () => {
+  const base = `http://127.0.0.1:${s.gateway.extra.port}`;
+  const org = await s.admin.createOrganization("Org", "pro", "active");
+  const { key, record } = await s.admin.createKey({ organizationId: org.id, livemode: false });
+  const whoami = () => fetch(`${base}/v1/whoami`, { headers: { authorization: `Bearer ${key}` } });
+  expect((await whoami()).status).toBe(200);
+  expect(s.gateway.extra.identityCache.keys.size).toBe(1);
+  await s.admin.revokeKey(record.id);
+  await s.gateway.extra.identityListener!.caughtUp();
+  expect(s.gateway.extra.identityCache.keys.size).toBe(0);
+  const res = await whoami();
+  expect(res.status).toBe(401);
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe("key_revoked");
+});
+
 test("stops its HTTP server on stop", async () => {
   const port = s.gateway.extra.port;
   await s.gateway.stop();

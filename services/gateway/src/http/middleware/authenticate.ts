@@ -23,11 +23,11 @@ const AUTHENTICATION_FAILURES = new Set([
 /**
  * The key of the request. Authorization sent twice is 400 invalid_request (which one was meant is unknown). An
  * address over its budget of failed authentications is refused 429 before the key it sends is looked up; each
- * failed authentication counts against that budget.
+ * failed authentication counts against that budget. No step for a route without authentication.
  */
 export function authenticate(spec: RouteSpec, auth: Authenticator, limiter: RateLimiter | undefined) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    if (spec.auth === "none") return next();
+  if (spec.auth === "none") return [];
+  const step = async (req: Request, res: Response, next: NextFunction) => {
     const values = req.headersDistinct.authorization;
     if (values !== undefined && values.length > 1)
       throw new ApiError("invalid_request", "Send the Authorization header once.", {
@@ -52,11 +52,13 @@ export function authenticate(spec: RouteSpec, auth: Authenticator, limiter: Rate
     }
     next();
   };
+  return [step];
 }
 
-/** The organization in the path (own or granted) and the route's scope. */
+/** The organization in the path (own or granted) and the route's scope; no step for a route without one. */
 export function authorize(spec: RouteSpec, auth: Authenticator) {
-  return async (req: Request, res: Response, next: NextFunction) => {
+  if (spec.auth !== "organization" && spec.auth !== "grantor") return [];
+  const step = async (req: Request, res: Response, next: NextFunction) => {
     const key = locals(res).key;
     if (!key) return next();
     if (spec.auth === "organization") {
@@ -71,4 +73,5 @@ export function authorize(spec: RouteSpec, auth: Authenticator) {
     }
     next();
   };
+  return [step];
 }

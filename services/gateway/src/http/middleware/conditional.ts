@@ -4,13 +4,13 @@ import type { Conditional, RouteSpec } from "../route";
 import { locals } from "./locals";
 
 /**
- * Expected-Version (a non-negative integer) and If-Match (exactly `*`; an ETag or anything else is refused) on
+ * The step of a `conditional` route (none for other routes). Expected-Version (a non-negative integer) and If-Match (exactly `*`; an ETag or anything else is refused) on
  * `conditional` routes: a malformed one is 400 invalid_request before any idempotency key is claimed or any body
  * read, so it is never recorded and the client fixes the header and retries under the same key.
  */
 export function conditionalHeaders(spec: RouteSpec) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    if (!spec.conditional) return next();
+  if (!spec.conditional) return [];
+  const step = (req: Request, res: Response, next: NextFunction) => {
     const bad = (header: string, rule: string, message: string) =>
       next(new ApiError("invalid_request", message, { issues: [{ source: { header }, rule, message }] }));
     const conditional: Conditional = {};
@@ -37,4 +37,5 @@ export function conditionalHeaders(spec: RouteSpec) {
     locals(res).conditional = conditional;
     next();
   };
+  return [step];
 }

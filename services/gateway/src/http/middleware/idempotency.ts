@@ -4,14 +4,18 @@ import { fingerprintOf, IDEMPOTENCY_HEADER, readIdempotencyKey } from "../../ide
 import type { RouteSpec } from "../route";
 import { locals } from "./locals";
 
-/** 400 for a malformed Idempotency-Key before anything is read (the client retries with the same key). */
+/**
+ * 400 for a malformed Idempotency-Key before anything is read (the client retries with the same key). No step
+ * for a route that is not idempotent.
+ */
 export function idempotencyKeySyntax(spec: RouteSpec) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    if (!spec.idempotent) return next();
+  if (!spec.idempotent) return [];
+  const step = (req: Request, res: Response, next: NextFunction) => {
     const values = req.headersDistinct[IDEMPOTENCY_HEADER];
     locals(res).idempotencyKey = readIdempotencyKey(values?.length === 1 ? values[0] : values);
     next();
   };
+  return [step];
 }
 
 /** The normalised request path of a route: /v1 + the spec path with the parameters filled in. */
@@ -26,9 +30,10 @@ function canonicalPath(spec: RouteSpec, params: Record<string, string>): string 
  * (the request's fingerprint and the calling key's organization), carried in the request context.
  */
 export function idempotencyScope(spec: RouteSpec) {
-  return (req: Request, res: Response, next: NextFunction) => {
+  if (!spec.idempotent) return [];
+  const step = (req: Request, res: Response, next: NextFunction) => {
     const l = locals(res);
-    if (!spec.idempotent || l.idempotencyKey === undefined || !l.key) return next();
+    if (l.idempotencyKey === undefined || !l.key) return next();
     const path = canonicalPath(spec, req.params as Record<string, string>);
     l.idempotency = {
       key: l.idempotencyKey,
@@ -37,4 +42,5 @@ export function idempotencyScope(spec: RouteSpec) {
     };
     next();
   };
+  return [step];
 }

@@ -20,8 +20,19 @@ export interface Locals {
 
 export const locals = (res: Response) => res.locals as Locals;
 
+/** Random bytes for request ids, drawn from the system 256 ids at a time rather than once per request. */
+const ID_BYTES = 12;
+let idPool = Buffer.alloc(0);
+let idOffset = 0;
+
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString("hex")}`;
+  if (idOffset + ID_BYTES > idPool.length) {
+    idPool = randomBytes(ID_BYTES * 256);
+    idOffset = 0;
+  }
+  const id = idPool.toString("hex", idOffset, idOffset + ID_BYTES);
+  idOffset += ID_BYTES;
+  return `req_${id}`;
 }
 
 /**

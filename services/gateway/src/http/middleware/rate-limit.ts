@@ -10,11 +10,12 @@ export function clientAddress(req: Request): string {
 
 /**
  * Per-key (or, without a key, per-client-address) limits; RateLimit fields on every limited response. It runs
- * right after the key is authenticated, so every answer to a key (its refusals too) counts against it.
+ * right after the key is authenticated, so every answer to a key (its refusals too) counts against it. No step
+ * without a limiter.
  */
 export function rateLimit(limiter: RateLimiter | undefined) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    if (!limiter) return next();
+  if (!limiter) return [];
+  const step = async (req: Request, res: Response, next: NextFunction) => {
     const key = locals(res).key;
     const decision = key
       ? await limiter.consume("key", key.id)
@@ -22,4 +23,5 @@ export function rateLimit(limiter: RateLimiter | undefined) {
     for (const [k, v] of Object.entries(decision.headers)) res.setHeader(k, v);
     next();
   };
+  return [step];
 }

@@ -2,7 +2,7 @@ import { ApiError, planLimits } from "@dpp/contract";
 import { type PlanContext } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord, LinkRecord, OrganizationRecord } from "./identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
-import type { KeyCache } from "./key-cache";
+import { grantKey, type CachedOrganization, type IdentityCache } from "./identity-cache";
 
 export interface OrganizationAccess {
   organization: OrganizationRecord;
@@ -22,16 +22,33 @@ export class Authenticator {
   constructor(
     private readonly repo: IdentityRepository,
     private readonly now: () => Date = () => new Date(),
-    private readonly cache?: KeyCache,
+    private readonly cache?: IdentityCache,
   ) {}
 
-  /** The key record of a digest: from the short-lived cache (see key-cache.ts), else the store. */
-  private async keyByDigest(digest: string): Promise<KeyRecord | undefined> {
-    const cached = this.cache?.get(digest);
-    if (cached) return cached;
-    const key = await this.repo.findKeyByDigest(digest);
-    if (key) this.cache?.set(digest, key);
-    return key;
+  // What every request reads: from the short-lived cache (identity-cache.ts) when there is one, else the store.
+
+  private keyByDigest(digest: string): Promise<KeyRecord | undefined> {
+    const load = () => this.repo.findKeyByDigest(digest);
+    return this.cache ? this.cache.keys.getOrLoad(digest, load) : load();
+  }
+
+  private organization(id: string): Promise<CachedOrganization | undefined> {
+    const load = async () => {
+      const record = await this.repo.findOrganization(id);
+      return record && { record, plan: planContext(record.plan_id, record.subscription_status) };
+    };
+    return this.cache ? this.cache.organizations.getOrLoad(id, load) : load();
+  }
+
+  private async grantedScopes(key: KeyRecord, clientId: string): Promise<string[] | undefined> {
+    const load = async () => {
+      const scopes = await this.repo.grantedScopes(key, clientId);
+      return scopes && { clientId, scopes };
+    };
+    const grant = this.cache
+      ? await this.cache.grants.getOrLoad(grantKey(key.id, clientId), load)
+      : await load();
+    return grant?.scopes;
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyRecord> {
@@ -52,7 +69,11 @@ export class Authenticator {
           reason: "scheme",
         },
       );
-    const parsed = parseKeyText(m[1]!);
+    // A digest in the key cache was checked when it was cached: its checksum is not computed again.
+    const parsed = parseKeyText(
+      m[1]!,
+      this.cache && ((digest) => this.cache!.keys.get(digest) !== undefined),
+    );
     if (!parsed)
       throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
         reason: "format",
@@ -106,18 +127,13 @@ export class Authenticator {
     if (organizationId === key.organization_id) {
       scopes = key.scopes;
     } else {
-      scopes = await this.repo.grantedScopes(key, organizationId);
+      scopes = await this.grantedScopes(key, organizationId);
       viaGrant = true;
     }
     if (!scopes) throw notFound();
-    const organization = await this.repo.findOrganization(organizationId);
+    const organization = await this.organization(organizationId);
     if (!organization) throw notFound();
-    return {
-      organization,
-      scopes,
-      viaGrant,
-      plan: planContext(organization.plan_id, organization.subscription_status),
-    };
+    return { organization: organization.record, scopes, viaGrant, plan: organization.plan };
   }
 
   /**
@@ -132,26 +148,27 @@ export class Authenticator {
   async resolveGrantTarget(key: KeyRecord, organizationId: string): Promise<GrantTargetAccess> {
     checkOrganizationParam(organizationId);
     const client =
-      organizationId.length <= MAX_ID_LENGTH ? await this.repo.findOrganization(organizationId) : undefined;
+      organizationId.length <= MAX_ID_LENGTH ? (await this.organization(organizationId))?.record : undefined;
     if (!client) throw notFound(organizationId);
-    const own = await this.repo.findOrganization(key.organization_id);
+    const own = await this.organization(key.organization_id);
     if (!own) throw notFound(organizationId);
     let role: GrantTargetAccess["role"];
     let link: LinkRecord | undefined;
     if (client.id === key.organization_id) role = "client";
     else {
+      // Read from the store: who may grant is decided on the link as it is now (grant writes are rare).
       link = await this.repo.findLink(key.organization_id, client.id);
       if (!link) throw notFound(organizationId);
       role = link.status === "accepted" ? "manager" : "former_manager";
     }
     return {
-      organization: own,
+      organization: own.record,
       client,
       link,
       role,
       scopes: key.scopes,
       viaGrant: false,
-      plan: planContext(own.plan_id, own.subscription_status),
+      plan: own.plan,
     };
   }
 

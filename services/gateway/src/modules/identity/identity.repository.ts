@@ -15,8 +15,14 @@ export type OrganizationRecord = Selectable<OrganizationTable>;
 export type LinkRecord = Selectable<ManagedLinkTable>;
 export type GrantRecord = Selectable<GrantTable>;
 
-/** Channel on which key changes are announced so every gateway evicts its key cache entry. */
-export const KEY_CHANGED_CHANNEL = "gateway_key_changed";
+/**
+ * Channel on which the gateway schema's triggers announce every change of an organization, a key, a grant or a
+ * managing link (migration 0005), so every gateway evicts what it cached (identity-cache.ts).
+ */
+export const IDENTITY_CHANGED_CHANNEL = "gateway_identity_changed";
+
+/** A change as announced: `key:<key id>`, `organization:<organization id>`, `access:<client organization id>`. */
+export type IdentityChange = `key:${string}` | `organization:${string}` | `access:${string}`;
 
 export interface ConnectionRecord {
   organization_id: string;
@@ -32,6 +38,11 @@ export class IdentityRepository {
     private readonly db: Kysely<GatewayDB>,
     /** Called after a transaction that recorded events commits (wakes the outbox relay). */
     private readonly onEventsCommitted: () => void = () => undefined,
+    /**
+     * Called after a change commits, before the caller answers: this process evicts what it cached at once,
+     * while other processes learn it from the trigger's notification.
+     */
+    private readonly onChanged: (change: IdentityChange) => void = () => undefined,
   ) {}
 
   /**
@@ -155,12 +166,14 @@ export class IdentityRepository {
   }
 
   async setPlan(id: string, planId: string, subscriptionStatus: string) {
-    return this.db
+    const org = await this.db
       .updateTable("organization")
       .set({ plan_id: planId, subscription_status: subscriptionStatus })
       .where("id", "=", id)
       .returningAll()
       .executeTakeFirst();
+    this.onChanged(`organization:${id}`);
+    return org;
   }
 
   async insertKey(
@@ -176,35 +189,31 @@ export class IdentityRepository {
       .executeTakeFirstOrThrow();
   }
 
-  /** Revokes a key and announces it (NOTIFY) so gateways drop it from their key cache at once. */
+  /** Revokes a key; the schema's trigger announces it, so gateways drop it from their cache at once. */
   async revokeKey(id: string): Promise<KeyRecord | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      const k = await trx
-        .updateTable("api_key")
-        .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirst();
-      if (k) await sql`select pg_notify(${KEY_CHANGED_CHANNEL}, ${k.id})`.execute(trx);
-      return k;
-    });
+    const k = await this.db
+      .updateTable("api_key")
+      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+    this.onChanged(`key:${id}`);
+    return k;
   }
 
   async markRotated(id: string, replacedBy: string, overlapEndsAt: Date): Promise<KeyRecord | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      const k = await trx
-        .updateTable("api_key")
-        .set({
-          rotated_at: sql<Date>`now()`,
-          rotation_overlap_ends_at: overlapEndsAt,
-          replaced_by_key_id: replacedBy,
-        })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirst();
-      if (k) await sql`select pg_notify(${KEY_CHANGED_CHANNEL}, ${k.id})`.execute(trx);
-      return k;
-    });
+    const k = await this.db
+      .updateTable("api_key")
+      .set({
+        rotated_at: sql<Date>`now()`,
+        rotation_overlap_ends_at: overlapEndsAt,
+        replaced_by_key_id: replacedBy,
+      })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+    this.onChanged(`key:${id}`);
+    return k;
   }
 
   async findLink(managerId: string, clientId: string): Promise<LinkRecord | undefined> {
@@ -247,7 +256,7 @@ export class IdentityRepository {
     status: OrganizationRecord["affichage_delegation_status"],
     portalBrandId: string | null,
   ) {
-    return this.db
+    const org = await this.db
       .updateTable("organization")
       .set({
         affichage_delegation_status: status,
@@ -258,10 +267,12 @@ export class IdentityRepository {
       .where("id", "=", id)
       .returningAll()
       .executeTakeFirst();
+    this.onChanged(`organization:${id}`);
+    return org;
   }
 
   async upsertLink(managerId: string, clientId: string, franceMandate: boolean) {
-    return this.db
+    const link = await this.db
       .insertInto("managed_link")
       .values({
         manager_organization_id: managerId,
@@ -278,6 +289,8 @@ export class IdentityRepository {
       )
       .returningAll()
       .executeTakeFirstOrThrow();
+    this.onChanged(`access:${clientId}`);
+    return link;
   }
 
   /** Ends the arrangement and, in the same transaction, every grant on that client held by the manager's keys. */
@@ -307,7 +320,10 @@ export class IdentityRepository {
         await this.recordGrantEvents(trx, "grant.revoked", ended);
         return link;
       })
-      .finally(() => this.onEventsCommitted());
+      .finally(() => {
+        this.onChanged(`access:${clientId}`);
+        this.onEventsCommitted();
+      });
   }
 
   /** Operator override (admin `Admin.grant`): sets a grant without the API's rules. */
@@ -330,6 +346,7 @@ export class IdentityRepository {
       await this.recordGrantEvents(trx, "grant.created", [g]);
       return g;
     });
+    this.onChanged(`access:${clientId}`);
     this.onEventsCommitted();
     return grant;
   }
@@ -393,7 +410,10 @@ export class IdentityRepository {
         .executeTakeFirstOrThrow();
       return { grant: existing, created: false };
     });
-    if ("grant" in result && result.created) this.onEventsCommitted();
+    if ("grant" in result && result.created) {
+      this.onChanged(`access:${clientId}`);
+      this.onEventsCommitted();
+    }
     return result;
   }
 
@@ -411,7 +431,10 @@ export class IdentityRepository {
       if (g) await this.recordGrantEvents(trx, "grant.revoked", [g]);
       return g;
     });
-    if (revoked) this.onEventsCommitted();
+    if (revoked) {
+      this.onChanged(`access:${clientId}`);
+      this.onEventsCommitted();
+    }
     return revoked;
   }
 }
