@@ -13,6 +13,7 @@
 //   node tools/bench/idle-memory.mjs --ports default  the registry's ports (8080, 50051, 50052) instead
 //                                                     of free ones (the default, so that it runs beside
 //                                                     another stack)
+//   node tools/bench/idle-memory.mjs --clone --ref main   a clone checked out at another revision
 //   node tools/bench/idle-memory.mjs --keep-clone     leave the clone in place (its path is printed)
 //
 // RSS counts every page a process has resident, including pages it shares with
@@ -34,7 +35,7 @@ const opt = (name, fallback) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : fallback;
 };
-const known = ["--clone", "--idle", "--ports", "--keep-clone"];
+const known = ["--clone", "--ref", "--idle", "--ports", "--keep-clone"];
 for (const a of args)
   if (a.startsWith("--") && !known.includes(a)) {
     console.error(`idle-memory: unknown option ${a} (known: ${known.join(", ")})`);
@@ -123,10 +124,14 @@ async function main() {
   let tmp;
   if (clone) {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-idle-"));
+    // As root, embedded Postgres runs as the postgres user, who must reach the clone's .dpp.
+    fs.chmodSync(tmp, 0o755);
     dir = path.join(tmp, "dpp");
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root }).toString().trim();
-    console.log(`clone: ${root} (HEAD ${head}) → ${dir}`);
-    execFileSync("git", ["clone", "--quiet", root, dir]);
+    const ref = opt("--ref", "HEAD");
+    const head = execFileSync("git", ["rev-parse", "--short", ref], { cwd: root }).toString().trim();
+    console.log(`clone: ${root} (${ref} = ${head}) → ${dir}`);
+    execFileSync("git", ["clone", "--quiet", "--no-checkout", root, dir]);
+    execFileSync("git", ["checkout", "--quiet", head], { cwd: dir });
     const t0 = Date.now();
     execFileSync("bash", ["tools/bootstrap.sh"], { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
     console.log(`install (tools/bootstrap.sh): ${ms(Date.now() - t0)} (not counted below)`);
