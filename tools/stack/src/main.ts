@@ -8,8 +8,8 @@
  * (supervise.ts); the stack stops on Ctrl-C, or when a service keeps dying
  * (more than 5 restarts within 5 minutes).
  *
- * Runs from its bundle (tools/stack/build.mjs, .dpp/build/stack.cjs), as do the
- * services. Each service writes its log to .dpp/logs/<name>.log (emptied at each
+ * Runs from its bundle (tools/stack/build.mjs, .dpp/build/current/stack.js), as do
+ * the services. Each service writes its log to .dpp/logs/<name>.log (emptied at each
  * start) itself; STACK_LOGS=terminal has them write to this terminal instead.
  * The terminal shows the stack's own lines: progress, readiness, credentials,
  * supervision, and the end of a dead service's log.
@@ -22,11 +22,13 @@ import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { portsFromEnv } from "./ports";
 import {
   buildBundles,
+  gatewayBaseUrl,
   logFileOf,
   migrateAll,
   REPO_ROOT,
   startStack,
   tailOf,
+  useBundlesIn,
   type ServiceName,
   type Stack,
 } from "./stack";
@@ -95,7 +97,15 @@ async function main() {
     fs.mkdirSync(logDir, { recursive: true });
     for (const name of Object.keys(ports)) fs.writeFileSync(logFileOf(logDir, name), "");
   }
-  // The services' bundles build (when their sources changed) while Postgres starts.
+  // Run from its bundle (.dpp/build/<hash>/stack.js, npm start), the services' bundles are its siblings,
+  // of the same build; run from source, they are built (when the sources changed) while Postgres starts.
+  const self = require.main?.filename;
+  if (
+    self &&
+    path.basename(self) === "stack.js" &&
+    fs.existsSync(path.join(path.dirname(self), "inputs.json"))
+  )
+    useBundlesIn(path.dirname(self));
   const building = buildBundles();
   building.catch(() => undefined);
   let pg: LocalPostgres | undefined;
@@ -128,6 +138,10 @@ async function main() {
     console.log("Migrating every service schema...");
     await migrateAll(databaseUrl, logDir);
     console.log("Starting the services...");
+    // The demo organization and keys are made (in the gateway's schema) while the services start.
+    const file = path.join(DPP_DIR, "credentials.json");
+    const demo = demoCredentials((await building)["stack-demo"]!, databaseUrl, file, gatewayBaseUrl(ports));
+    demo.catch(() => undefined);
     const env: Record<string, string> = { DB_POOL_MAX: process.env.DB_POOL_MAX || LOCAL_POOL_MAX };
     if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
     stack = await startStack({
@@ -156,8 +170,7 @@ async function main() {
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });
-    const file = path.join(DPP_DIR, "credentials.json");
-    const creds = await demoCredentials((await building)["stack-demo"]!, databaseUrl, file, stack.baseUrl);
+    const creds = await demo;
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     console.log(`
 DPP platform is running (ready in ${secs} s)

@@ -7,7 +7,7 @@
  * that exits stays down until startService().
  *
  * Each service runs from its bundle (tools/stack/build.mjs: built once per content
- * of its sources, under .dpp/build) and writes its own log: its stdout and stderr
+ * of the sources, under .dpp/build) and writes its own log: its stdout and stderr
  * are a file of `logDir`, or this process's own, never relayed through it.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -126,20 +126,20 @@ const BUILD_SCRIPT = path.join(REPO_ROOT, "tools", "stack", "build.mjs");
 let bundles: Promise<Record<string, string>> | undefined;
 
 /**
- * The bundle (main.js) of every target of tools/stack/build.mjs (each service, the demo step), built when
- * its sources changed since the last build; once per process. The build runs as its own process: this one
- * never loads esbuild.
+ * The bundle of every entry of tools/stack/build.mjs (each service, the demo step): the current build,
+ * made first when the sources changed since; once per process. The build runs as its own process: this
+ * one never loads esbuild.
  */
 export function buildBundles(): Promise<Record<string, string>> {
   bundles ??= new Promise<Record<string, string>>((resolve, reject) => {
     execFile(
       process.execPath,
-      [BUILD_SCRIPT, "--json", ...SERVICES.map((s) => s.name), "stack-demo"],
+      [BUILD_SCRIPT, "--json"],
       { cwd: REPO_ROOT, maxBuffer: 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`building the local stack failed:\n${stderr || err.message}`));
         else {
-          // What was rebuilt, if anything (sources changed since the last build).
+          // What was built, if anything (the sources changed since the last build).
           if (stderr) process.stderr.write(stderr);
           resolve(JSON.parse(stdout) as Record<string, string>);
         }
@@ -150,6 +150,15 @@ export function buildBundles(): Promise<Record<string, string>> {
     throw err;
   });
   return bundles;
+}
+
+/**
+ * Runs the services from the build in `dir` (the orchestrator's own, when it runs from its bundle:
+ * `npm start` has just built or checked it), without asking tools/stack/build.mjs again.
+ */
+export function useBundlesIn(dir: string): void {
+  const names = [...SERVICES.map((s) => s.name), "stack-demo"];
+  bundles = Promise.resolve(Object.fromEntries(names.map((n) => [n, path.join(dir, `${n}.js`)])));
 }
 
 /**
@@ -346,6 +355,11 @@ export function serviceEnvs(
   return envs;
 }
 
+/** The API's base URL on the gateway's port. */
+export function gatewayBaseUrl(ports: Record<ServiceName, number>): string {
+  return `http://${HOST}:${ports[GATEWAY.name]}/v1`;
+}
+
 export async function startStack(o: StackOptions): Promise<Stack> {
   const ports = {} as Record<ServiceName, number>;
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
@@ -353,7 +367,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const keys = o.keys ?? generateStackKeys();
   const envs = serviceEnvs(o, ports, keys);
   const services = {} as Record<ServiceName, RunningService>;
-  const baseUrl = `http://${HOST}:${ports[GATEWAY.name]}/v1`;
+  const baseUrl = gatewayBaseUrl(ports);
   const built = await buildBundles();
 
   /** Spawns the service and waits until it is ready; a process that is not ready in time is killed. */
