@@ -15,6 +15,7 @@
 //                                                     another stack)
 //   node tools/bench/idle-memory.mjs --clone --ref main   a clone checked out at another revision
 //   node tools/bench/idle-memory.mjs --keep-clone     leave the clone in place (its path is printed)
+//   node tools/bench/idle-memory.mjs --dir <path>     another working tree (e.g. a kept clone: a warm start)
 //
 // RSS counts every page a process has resident, including pages it shares with
 // others: Postgres' shared buffers are counted once per Postgres process that
@@ -35,7 +36,7 @@ const opt = (name, fallback) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : fallback;
 };
-const known = ["--clone", "--ref", "--idle", "--ports", "--keep-clone"];
+const known = ["--clone", "--ref", "--idle", "--ports", "--keep-clone", "--dir"];
 for (const a of args)
   if (a.startsWith("--") && !known.includes(a)) {
     console.error(`idle-memory: unknown option ${a} (known: ${known.join(", ")})`);
@@ -120,7 +121,7 @@ function label(cmd) {
 }
 
 async function main() {
-  let dir = root;
+  let dir = path.resolve(opt("--dir", root));
   let tmp;
   if (clone) {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-idle-"));
