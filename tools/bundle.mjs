@@ -19,7 +19,7 @@
 import * as esbuild from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -33,7 +33,7 @@ const registered = JSON.parse(fs.readFileSync(path.join(root, "services.json"), 
  * Add a module here only when esbuild cannot bundle it, and make sure the runtime
  * never requires it (the image ships no other node_modules than INSTRUMENTED).
  */
-const EXTERNAL = ["pg-native"];
+export const EXTERNAL = ["pg-native"];
 
 /**
  * Modules the OpenTelemetry instrumentations of services/kit/src/tracing.ts
@@ -42,9 +42,39 @@ const EXTERNAL = ["pg-native"];
  * image's traces would hold only HTTP spans. Each one the service imports is
  * left out of the bundle and shipped in dist/node_modules.
  */
-const INSTRUMENTED = ["@grpc/grpc-js", "pg", "express", "ioredis", "kafkajs", "pino"];
+export const INSTRUMENTED = ["@grpc/grpc-js", "pg", "express", "ioredis", "kafkajs", "pino"];
 
-const args = process.argv.slice(2);
+/**
+ * The esbuild options of a service's bundle: those of the image, and of the local stack's
+ * build (tools/stack/build.mjs), which writes elsewhere.
+ */
+export function serviceBuildOptions(name, entry, outfile) {
+  return {
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    sourcemap: "linked",
+    sourcesContent: false,
+    // Class and function names survive (error types and pino's `err.type` read constructor names).
+    keepNames: true,
+    external: [...EXTERNAL, ...INSTRUMENTED],
+    // Runtime files (an OpenAPI document, SQL, templates) are imported and inlined,
+    // never read from disk relative to the source: the image has no source tree.
+    loader: { ".yaml": "text", ".yml": "text", ".sql": "text", ".md": "text", ".html": "text" },
+    metafile: true,
+    logLevel: "warning",
+    banner: { js: `// @dpp/${name}: bundled by tools/bundle.mjs; do not edit.` },
+  };
+}
+
+/** Run as a command; imported (tools/stack/build.mjs), the module only provides the options above. */
+const asCommand =
+  process.argv[1] !== undefined && import.meta.url === pathToFileURL(fs.realpathSync(process.argv[1])).href;
+const args = asCommand ? process.argv.slice(2) : [];
 const flags = new Set(args.filter((a) => a.startsWith("--")));
 const unknownFlags = [...flags].filter((f) => !["--strict", "--meta"].includes(f));
 if (unknownFlags.length > 0) {
@@ -63,26 +93,7 @@ const formatSize = (bytes) =>
 async function bundle(name) {
   const outdir = path.join(folderOf(name), "dist");
   const outfile = path.join(outdir, "main.js");
-  const result = await esbuild.build({
-    absWorkingDir: root,
-    entryPoints: [entryOf(name)],
-    outfile,
-    bundle: true,
-    platform: "node",
-    target: "node20",
-    format: "cjs",
-    sourcemap: "linked",
-    sourcesContent: false,
-    // Class and function names survive (error types and pino's `err.type` read constructor names).
-    keepNames: true,
-    external: [...EXTERNAL, ...INSTRUMENTED],
-    // Runtime files (an OpenAPI document, SQL, templates) are imported and inlined,
-    // never read from disk relative to the source: the image has no source tree.
-    loader: { ".yaml": "text", ".yml": "text", ".sql": "text", ".md": "text", ".html": "text" },
-    metafile: true,
-    logLevel: "warning",
-    banner: { js: `// @dpp/${name}: bundled by tools/bundle.mjs; do not edit.` },
-  });
+  const result = await esbuild.build(serviceBuildOptions(name, entryOf(name), outfile));
   if (flags.has("--meta")) {
     fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
   }
@@ -99,7 +110,7 @@ async function bundle(name) {
 }
 
 /** The package directory a name resolves to from `fromDir` (pnpm: a symlink into node_modules/.pnpm), real path. */
-function packageDir(name, fromDir) {
+export function packageDir(name, fromDir) {
   for (let dir = fromDir; ; dir = path.dirname(dir)) {
     const candidate = path.join(dir, "node_modules", name);
     if (fs.existsSync(path.join(candidate, "package.json"))) return fs.realpathSync(candidate);
@@ -186,4 +197,4 @@ async function main() {
   }
 }
 
-await main();
+if (asCommand) await main();

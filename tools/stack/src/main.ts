@@ -7,16 +7,72 @@
  * override the ports. A service that dies is restarted with backoff and logged
  * (supervise.ts); the stack stops on Ctrl-C, or when a service keeps dying
  * (more than 5 restarts within 5 minutes).
+ *
+ * Runs from its bundle (tools/stack/build.mjs, .dpp/build/current/stack.js), as do
+ * the services. Each service writes its log to .dpp/logs/<name>.log (emptied at each
+ * start) itself; STACK_LOGS=terminal has them write to this terminal instead.
+ * The terminal shows the stack's own lines: progress, readiness, credentials,
+ * supervision, and the end of a dead service's log.
  */
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { ensureDemoCredentials } from "./demo";
+import type { Credentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { portsFromEnv } from "./ports";
-import { migrateAll, REPO_ROOT, startStack, type ServiceName, type Stack } from "./stack";
+import {
+  buildBundles,
+  gatewayBaseUrl,
+  logFileOf,
+  migrateAll,
+  REPO_ROOT,
+  startStack,
+  tailOf,
+  useBundlesIn,
+  type ServiceName,
+  type Stack,
+} from "./stack";
 import { describeSupervisionEvent } from "./supervise";
 
 const DPP_DIR = path.join(REPO_ROOT, ".dpp");
+const LOG_DIR = path.join(DPP_DIR, "logs");
+
+/**
+ * Postgres connections per service process of the local stack unless DB_POOL_MAX is set (10 in production):
+ * one developer's requests, the outbox relay and the leader jobs fit in it.
+ */
+const LOCAL_POOL_MAX = "4";
+
+/** Where the services' logs go: files in .dpp/logs (default), or this terminal (STACK_LOGS=terminal). */
+function logsFromEnv(env: NodeJS.ProcessEnv): "files" | "terminal" {
+  const value = env.STACK_LOGS ?? "";
+  if (value === "" || value === "files") return "files";
+  if (value === "terminal") return "terminal";
+  throw new Error(`STACK_LOGS must be "files" or "terminal", got "${value}"`);
+}
+
+/** The demo organization and keys (demo.ts), made by a short-lived process that loads the gateway's code. */
+function demoCredentials(bundle: string, databaseUrl: string, file: string, baseUrl: string) {
+  return new Promise<Credentials>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [bundle, file, baseUrl],
+      { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl } },
+      (err, _stdout, stderr) => {
+        if (err) reject(new Error(`the demo credentials could not be made: ${stderr.trim() || err.message}`));
+        else resolve(JSON.parse(fs.readFileSync(file, "utf8")) as Credentials);
+      },
+    );
+  });
+}
+
+/** The end of a service's log on this terminal, after a death (files only: otherwise it is above). */
+function printTail(logDir: string | undefined, service: string) {
+  if (!logDir) return;
+  const file = logFileOf(logDir, service);
+  const tail = tailOf(file, 10);
+  if (tail) console.error(`[stack] the end of ${path.relative(process.cwd(), file)}:\n${tail}`);
+}
 
 /** Where the admin CLI finds the running stack's database. */
 function writeStackFile(content: Record<string, string>) {
@@ -29,12 +85,29 @@ function writeStackFile(content: Record<string, string>) {
 async function main() {
   const started = Date.now();
   let ports: Record<ServiceName, number>;
+  let logDir: string | undefined;
   try {
     ports = portsFromEnv(process.env);
+    logDir = logsFromEnv(process.env) === "files" ? LOG_DIR : undefined;
   } catch (err) {
     console.error(err instanceof Error ? err.message : err);
     process.exit(2);
   }
+  if (logDir) {
+    fs.mkdirSync(logDir, { recursive: true });
+    for (const name of Object.keys(ports)) fs.writeFileSync(logFileOf(logDir, name), "");
+  }
+  // Run from its bundle (.dpp/build/<hash>/stack.js, npm start), the services' bundles are its siblings,
+  // of the same build; run from source, they are built (when the sources changed) while Postgres starts.
+  const self = require.main?.filename;
+  if (
+    self &&
+    path.basename(self) === "stack.js" &&
+    fs.existsSync(path.join(path.dirname(self), "inputs.json"))
+  )
+    useBundlesIn(path.dirname(self));
+  const building = buildBundles();
+  building.catch(() => undefined);
   let pg: LocalPostgres | undefined;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -61,30 +134,43 @@ async function main() {
 
   try {
     writeStackFile({ database_url: databaseUrl });
+    await building;
     console.log("Migrating every service schema...");
-    await migrateAll(databaseUrl);
+    await migrateAll(databaseUrl, logDir);
+    console.log("Starting the services...");
+    // The demo organization and keys are made (in the gateway's schema) while the services start.
+    const file = path.join(DPP_DIR, "credentials.json");
+    const demo = demoCredentials((await building)["stack-demo"]!, databaseUrl, file, gatewayBaseUrl(ports));
+    demo.catch(() => undefined);
+    const env: Record<string, string> = { DB_POOL_MAX: process.env.DB_POOL_MAX || LOCAL_POOL_MAX };
+    if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
     stack = await startStack({
       databaseUrl,
       ports,
       logLevel: process.env.LOG_LEVEL ?? "info",
-      env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {},
+      logDir,
+      env,
       supervise: {
         report: (event) => {
           const line = `[stack] ${describeSupervisionEvent(event)}`;
           if (event.kind === "restarted") console.log(line);
           else console.error(line);
+          if (event.kind !== "restarted") printTail(logDir, event.service);
           if (event.kind === "gave_up") void shutdown(1);
         },
       },
     });
+    for (const s of Object.values(stack.services))
+      console.log(
+        `[stack] ${s.name} ready at ${s.address} (pid ${s.process.pid}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s)`,
+      );
     writeStackFile({
       database_url: databaseUrl,
       passport_addr: stack.services.passport.address,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });
-    const file = path.join(DPP_DIR, "credentials.json");
-    const creds = await ensureDemoCredentials(databaseUrl, file, stack.baseUrl);
+    const creds = await demo;
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     console.log(`
 DPP platform is running (ready in ${secs} s)
@@ -94,6 +180,7 @@ DPP platform is running (ready in ${secs} s)
   test key     ${creds.test_key}
   live key     ${creds.live_key}
   credentials  ${path.relative(process.cwd(), file) || file}
+  logs         ${logDir ? `${path.relative(process.cwd(), logDir) || logDir}/<service>.log  (tail -f ${path.relative(process.cwd(), logDir)}/*.log)` : "this terminal (STACK_LOGS=terminal)"}
 
 Try:
   curl -s ${stack.baseUrl}/whoami -H "Authorization: Bearer ${creds.test_key}"

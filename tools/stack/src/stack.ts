@@ -5,8 +5,12 @@
  * on 127.0.0.1 only. With `supervise` (npm start), a service that dies is
  * restarted with backoff (supervise.ts); without it (the e2e harness), a process
  * that exits stays down until startService().
+ *
+ * Each service runs from its bundle (tools/stack/build.mjs: built once per content
+ * of the sources, under .dpp/build) and writes its own log: its stdout and stderr
+ * are a file of `logDir`, or this process's own, never relayed through it.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -48,7 +52,10 @@ export interface StackOptions {
   ports?: Partial<Record<ServiceName, number>>;
   /** Interface of the gateway's HTTP listener (127.0.0.1 by default). */
   gatewayHost?: string;
-  /** Where each service's output goes; undefined → this process's stdout with a prefix. */
+  /**
+   * Where each service writes its output: `<logDir>/<name>.log` (appended); undefined → this process's own
+   * stdout and stderr, inherited (JSON lines, each naming its service).
+   */
   logDir?: string;
   logLevel?: string;
   env?: Record<string, string>;
@@ -80,6 +87,8 @@ export interface RunningService {
   name: ServiceName;
   address: string;
   process: ChildProcess;
+  /** Time from spawning the process until it answered its readiness check. */
+  readyInMs?: number;
 }
 
 export interface Stack {
@@ -112,37 +121,99 @@ export function freePort(): Promise<number> {
   });
 }
 
-function entry(name: ServiceName): string {
-  return path.join(REPO_ROOT, byName(name).folder, "src", "main.ts");
+const BUILD_SCRIPT = path.join(REPO_ROOT, "tools", "stack", "build.mjs");
+
+let bundles: Promise<Record<string, string>> | undefined;
+
+/**
+ * The bundle of every entry of tools/stack/build.mjs (each service, the demo step): the current build,
+ * made first when the sources changed since; once per process. The build runs as its own process: this
+ * one never loads esbuild.
+ */
+export function buildBundles(): Promise<Record<string, string>> {
+  bundles ??= new Promise<Record<string, string>>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [BUILD_SCRIPT, "--json"],
+      { cwd: REPO_ROOT, maxBuffer: 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`building the local stack failed:\n${stderr || err.message}`));
+        else {
+          // What was built, if anything (the sources changed since the last build).
+          if (stderr) process.stderr.write(stderr);
+          resolve(JSON.parse(stdout) as Record<string, string>);
+        }
+      },
+    );
+  }).catch((err: unknown) => {
+    bundles = undefined;
+    throw err;
+  });
+  return bundles;
 }
 
-const PREFIX_WIDTH = Math.max(...SERVICES.map((s) => s.name.length)) + 3;
+/**
+ * Runs the services from the build in `dir` (the orchestrator's own, when it runs from its bundle:
+ * `npm start` has just built or checked it), without asking tools/stack/build.mjs again.
+ */
+export function useBundlesIn(dir: string): void {
+  const names = [...SERVICES.map((s) => s.name), "stack-demo"];
+  bundles = Promise.resolve(Object.fromEntries(names.map((n) => [n, path.join(dir, `${n}.js`)])));
+}
+
+/**
+ * Node options of every service process: a young generation of at most 4 MiB per semi-space (V8 grows it
+ * to 16 MiB by default) keeps an idle service several MiB smaller. No --enable-source-maps (the image sets
+ * it): the first stack trace it maps keeps the decoded map of the whole bundle, about 60 MiB, for the
+ * process's life. Traces name lines of the bundle, whose `// <source file>` comments say where they are.
+ */
+const NODE_OPTIONS = ["--max-semi-space-size=4"];
+
+/** The log file of a service in `logDir`. */
+export function logFileOf(logDir: string, name: string): string {
+  return path.join(logDir, `${name}.log`);
+}
 
 function spawnService(
   name: ServiceName,
+  bundle: string,
   args: string[],
   env: Record<string, string>,
   logDir?: string,
 ): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", entry(name), ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // The child writes to the log file itself (its own descriptor), or to this process's stdout and stderr.
+  let fd: number | undefined;
   if (logDir) {
     fs.mkdirSync(logDir, { recursive: true });
-    const out = fs.createWriteStream(path.join(logDir, `${name}.log`), { flags: "a" });
-    child.stdout!.pipe(out);
-    child.stderr!.pipe(out);
-  } else {
-    const prefix = `[${name}] `.padEnd(PREFIX_WIDTH);
-    const relay = (stream: NodeJS.WritableStream) => (chunk: Buffer) => {
-      for (const line of chunk.toString().split("\n")) if (line) stream.write(prefix + line + "\n");
-    };
-    child.stdout!.on("data", relay(process.stdout));
-    child.stderr!.on("data", relay(process.stderr));
+    fd = fs.openSync(logFileOf(logDir, name), "a");
   }
-  return child;
+  try {
+    return spawn(process.execPath, [...NODE_OPTIONS, bundle, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: fd === undefined ? ["ignore", "inherit", "inherit"] : ["ignore", fd, fd],
+    });
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The last `lines` lines of a file ("" when it cannot be read): what a service wrote before it died. */
+export function tailOf(file: string, lines = 20): string {
+  try {
+    const size = fs.statSync(file).size;
+    const length = Math.min(size, 64 * 1024);
+    const buffer = Buffer.alloc(length);
+    const fd = fs.openSync(file, "r");
+    try {
+      fs.readSync(fd, buffer, 0, length, size - length);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return buffer.toString("utf8").split("\n").filter(Boolean).slice(-lines).join("\n");
+  } catch {
+    return "";
+  }
 }
 
 function waitExit(child: ChildProcess): Promise<number | null> {
@@ -156,10 +227,23 @@ function waitExit(child: ChildProcess): Promise<number | null> {
  * service's registered schema exists.
  */
 export async function migrateAll(databaseUrl: string, logDir?: string): Promise<void> {
+  const built = await buildBundles();
   for (const { name } of SERVICES) {
-    const child = spawnService(name, ["migrate"], { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" }, logDir);
+    const child = spawnService(
+      name,
+      built[name]!,
+      ["migrate"],
+      { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+      logDir,
+    );
     const code = await waitExit(child);
-    if (code !== 0) throw new Error(`migrations of ${name} failed (exit ${code})`);
+    if (code !== 0) {
+      const said = logDir ? tailOf(logFileOf(logDir, name)) : "";
+      throw new Error(
+        `migrations of ${name} failed (exit ${code})` +
+          (logDir ? `; the end of ${logFileOf(logDir, name)}:\n${said}` : ""),
+      );
+    }
   }
   const schemas = SERVICES.flatMap((s) => (s.schema ? [s.schema] : []));
   if (schemas.length === 0) return;
@@ -271,6 +355,11 @@ export function serviceEnvs(
   return envs;
 }
 
+/** The API's base URL on the gateway's port. */
+export function gatewayBaseUrl(ports: Record<ServiceName, number>): string {
+  return `http://${HOST}:${ports[GATEWAY.name]}/v1`;
+}
+
 export async function startStack(o: StackOptions): Promise<Stack> {
   const ports = {} as Record<ServiceName, number>;
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
@@ -278,17 +367,20 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const keys = o.keys ?? generateStackKeys();
   const envs = serviceEnvs(o, ports, keys);
   const services = {} as Record<ServiceName, RunningService>;
-  const baseUrl = `http://${HOST}:${ports[GATEWAY.name]}/v1`;
+  const baseUrl = gatewayBaseUrl(ports);
+  const built = await buildBundles();
 
   /** Spawns the service and waits until it is ready; a process that is not ready in time is killed. */
   const launch = async (name: ServiceName): Promise<ChildProcess> => {
     const s = byName(name);
-    const child = spawnService(name, ["serve"], envs[name], o.logDir);
+    const spawned = Date.now();
+    const child = spawnService(name, built[name]!, ["serve"], envs[name], o.logDir);
     services[name] = { name, address: address(name), process: child };
     try {
       if (s.kind === "gateway")
         await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), child);
       else await waitFor(name, () => grpcServing(s, address(name)), child);
+      services[name].readyInMs = Date.now() - spawned;
     } catch (err) {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGKILL");

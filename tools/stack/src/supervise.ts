@@ -48,7 +48,7 @@ export function describeSupervisionEvent(e: SupervisionEvent): string {
     case "restarted":
       return `${e.service} restarted (pid ${e.pid ?? "?"}).`;
     case "gave_up":
-      return `${e.service} exited (${e.exit}) for the ${e.deaths}th time within ${s(e.policy.windowMs)}; giving up and stopping the stack. Its output above says why it died.`;
+      return `${e.service} exited (${e.exit}) for the ${e.deaths}th time within ${s(e.policy.windowMs)}; giving up and stopping the stack. Its log says why it died.`;
   }
 }
 
