@@ -169,6 +169,9 @@ export function useBundlesIn(dir: string): void {
  */
 const NODE_OPTIONS = ["--max-semi-space-size=4"];
 
+/** Preloaded into every service process: it stops when the process that started it is gone. */
+const PARENT_WATCH = path.join(REPO_ROOT, "tools", "stack", "parent-watch.cjs");
+
 /** The log file of a service in `logDir`. */
 export function logFileOf(logDir: string, name: string): string {
   return path.join(logDir, `${name}.log`);
@@ -188,10 +191,11 @@ function spawnService(
     fd = fs.openSync(logFileOf(logDir, name), "a");
   }
   try {
-    return spawn(process.execPath, [...NODE_OPTIONS, bundle, ...args], {
+    // stdin is a pipe that only closes when this process ends: PARENT_WATCH stops the child then.
+    return spawn(process.execPath, [...NODE_OPTIONS, "--require", PARENT_WATCH, bundle, ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
-      stdio: fd === undefined ? ["ignore", "inherit", "inherit"] : ["ignore", fd, fd],
+      stdio: fd === undefined ? ["pipe", "inherit", "inherit"] : ["pipe", fd, fd],
     });
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
@@ -222,29 +226,32 @@ function waitExit(child: ChildProcess): Promise<number | null> {
 }
 
 /**
- * Runs `<service> migrate` of every registered service as its own process, in
- * registry order, as the Helm migrations Job does; then checks that each
- * service's registered schema exists.
+ * Runs `<service> migrate` of every registered service as its own process, all at once (each migrates its
+ * own schema; the shared bus schema is guarded by its migration lock), then checks that each service's
+ * registered schema exists. The Helm migrations Job runs the same commands one after another.
  */
 export async function migrateAll(databaseUrl: string, logDir?: string): Promise<void> {
   const built = await buildBundles();
-  for (const { name } of SERVICES) {
-    const child = spawnService(
-      name,
-      built[name]!,
-      ["migrate"],
-      { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
-      logDir,
-    );
-    const code = await waitExit(child);
-    if (code !== 0) {
-      const said = logDir ? tailOf(logFileOf(logDir, name)) : "";
-      throw new Error(
-        `migrations of ${name} failed (exit ${code})` +
-          (logDir ? `; the end of ${logFileOf(logDir, name)}:\n${said}` : ""),
+  const failures = await Promise.all(
+    SERVICES.map(async ({ name }) => {
+      const child = spawnService(
+        name,
+        built[name]!,
+        ["migrate"],
+        { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+        logDir,
       );
-    }
-  }
+      const code = await waitExit(child);
+      if (code === 0) return undefined;
+      const said = logDir ? tailOf(logFileOf(logDir, name)) : "";
+      return (
+        `migrations of ${name} failed (exit ${code})` +
+        (logDir ? `; the end of ${logFileOf(logDir, name)}:\n${said}` : "")
+      );
+    }),
+  );
+  const failed = failures.filter((f): f is string => f !== undefined);
+  if (failed.length > 0) throw new Error(failed.join("\n"));
   const schemas = SERVICES.flatMap((s) => (s.schema ? [s.schema] : []));
   if (schemas.length === 0) return;
   const db = createDb<{ "information_schema.schemata": { schema_name: string } }>({
