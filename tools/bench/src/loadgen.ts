@@ -1,0 +1,277 @@
+/**
+ * The load generator: its own process (so its CPU is no side's), driven by the runner over IPC. A closed loop
+ * of a fixed number of keep-alive connections for the measured rounds; an open loop of creates at a fixed rate
+ * with a feed follower for the feed lag.
+ */
+import http from "node:http";
+import {
+  FOLLOWS_CURSOR,
+  nextRequest,
+  createBody,
+  type CaseInput,
+  type CaseName,
+  type ConnectionState,
+  type HttpRequest,
+  type Target,
+} from "./cases";
+
+export type LoadCommand =
+  | {
+      type: "run";
+      target: Target;
+      kase: CaseName;
+      seconds: number;
+      connections: number;
+      input: CaseInput;
+    }
+  | { type: "create"; target: Target; bodies: Record<string, unknown>[]; connections: number }
+  | { type: "lag"; target: Target; rate: number; seconds: number; tag: string; drainSeconds: number };
+
+export interface RunResult {
+  /** Answers with the expected status. */
+  ok: number;
+  /** Other answers and transport errors, by status ("error" for no answer). */
+  other: Record<string, number>;
+  seconds: number;
+  p50: number;
+  p99: number;
+  /** A connection stopped because it had nothing left to do (publish: no draft left). */
+  exhausted: boolean;
+  firstError?: string;
+}
+
+export interface LagResult {
+  rate: number;
+  seconds: number;
+  sent: number;
+  created: number;
+  seen: number;
+  lagsMs: number[];
+}
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function send(agent: http.Agent, base: URL, r: HttpRequest): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = { ...r.headers };
+    if (r.body !== undefined) headers["content-length"] = Buffer.byteLength(r.body);
+    const req = http.request(
+      { agent, host: base.hostname, port: base.port, method: r.method, path: r.path, headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(r.body);
+  });
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function run(c: Extract<LoadCommand, { type: "run" }>): Promise<RunResult> {
+  const base = new URL(c.target.baseUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: c.connections });
+  const latencies: number[] = [];
+  const other: Record<string, number> = {};
+  let ok = 0;
+  let n = 0;
+  let exhausted = false;
+  let firstError: string | undefined;
+  const t0 = process.hrtime.bigint();
+  const until = t0 + BigInt(Math.round(c.seconds * 1e9));
+  await Promise.all(
+    Array.from({ length: c.connections }, async () => {
+      const conn: ConnectionState = {};
+      while (process.hrtime.bigint() < until) {
+        const r = nextRequest(c.kase, c.target, c.input, conn, n++);
+        if (!r) {
+          exhausted = true;
+          return;
+        }
+        const start = process.hrtime.bigint();
+        try {
+          const a = await send(agent, base, r);
+          latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+          if (a.status === r.expect) ok++;
+          else {
+            other[a.status] = (other[a.status] ?? 0) + 1;
+            firstError ??= `${r.method} ${r.path} → ${a.status} ${a.body.slice(0, 300)}`;
+          }
+          if (FOLLOWS_CURSOR.has(c.kase) && a.status === 200) {
+            const page = JSON.parse(a.body) as { has_more: boolean; next_cursor: string | null };
+            conn.cursor = page.has_more && page.next_cursor ? page.next_cursor : undefined;
+          }
+        } catch (err) {
+          other.error = (other.error ?? 0) + 1;
+          firstError ??= `${r.method} ${r.path} → ${(err as Error).message}`;
+        }
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  agent.destroy();
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    ok,
+    other,
+    seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    exhausted,
+    firstError,
+  };
+}
+
+/** Creates passports as fast as `connections` allow; answers their ids in order (undefined where refused). */
+async function create(c: Extract<LoadCommand, { type: "create" }>): Promise<(string | undefined)[]> {
+  const base = new URL(c.target.baseUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: c.connections });
+  const path = `${base.pathname.replace(/\/$/, "")}/organizations/${encodeURIComponent(c.target.organization)}/passports`;
+  const headers = { authorization: `Bearer ${c.target.key}`, "content-type": "application/json" };
+  const ids: (string | undefined)[] = new Array(c.bodies.length);
+  let next = 0;
+  let failure: string | undefined;
+  await Promise.all(
+    Array.from({ length: c.connections }, async () => {
+      for (let i = next++; i < c.bodies.length; i = next++) {
+        const a = await send(agent, base, {
+          method: "POST",
+          path,
+          headers,
+          body: JSON.stringify(c.bodies[i]),
+          expect: 201,
+        });
+        if (a.status === 201) ids[i] = (JSON.parse(a.body) as { id: string }).id;
+        else failure ??= `${a.status} ${a.body.slice(0, 300)}`;
+      }
+    }),
+  );
+  agent.destroy();
+  if (failure) throw new Error(`prefill create refused: ${failure}`);
+  return ids;
+}
+
+/**
+ * Creates at a fixed rate (open loop: each create leaves on schedule whether or not earlier ones answered) while
+ * a follower reads the feed from its current end in a tight loop, as an integrator following the feed does.
+ * The lag of a passport: from the create's 201 arriving to the follower seeing its passport.created event.
+ */
+async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult> {
+  const base = new URL(c.target.baseUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const feedAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const prefix = `${base.pathname.replace(/\/$/, "")}/organizations/${encodeURIComponent(c.target.organization)}`;
+  const auth = { authorization: `Bearer ${c.target.key}` };
+  const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+  // The follower starts at the current end of the feed.
+  let cursor: string | undefined;
+  for (;;) {
+    const q = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+    const a = await send(feedAgent, base, {
+      method: "GET",
+      path: `${prefix}/events?limit=100${q}`,
+      headers: auth,
+      expect: 200,
+    });
+    if (a.status !== 200) throw new Error(`feed read refused: ${a.status} ${a.body.slice(0, 300)}`);
+    const page = JSON.parse(a.body) as { has_more: boolean; next_cursor: string | null };
+    cursor = page.next_cursor ?? cursor;
+    if (!page.has_more) break;
+  }
+
+  const answeredAt = new Map<string, number>();
+  const seenAt = new Map<string, number>();
+  let sending = true;
+  let sent = 0;
+  let created = 0;
+  const follower = (async () => {
+    let drainUntil = Infinity;
+    for (;;) {
+      if (!sending && drainUntil === Infinity) drainUntil = now() + c.drainSeconds * 1000;
+      if (now() > drainUntil) return;
+      if (!sending && seenAt.size >= created && [...answeredAt.keys()].every((id) => seenAt.has(id))) return;
+      const q = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+      const a = await send(feedAgent, base, {
+        method: "GET",
+        path: `${prefix}/events?limit=100${q}`,
+        headers: auth,
+        expect: 200,
+      });
+      const at = now();
+      if (a.status !== 200) continue;
+      const page = JSON.parse(a.body) as {
+        data: { type: string; related?: { id?: string } }[];
+        next_cursor: string | null;
+      };
+      for (const e of page.data)
+        if (e.type === "passport.created" && e.related?.id && !seenAt.has(e.related.id))
+          seenAt.set(e.related.id, at);
+      cursor = page.next_cursor ?? cursor;
+    }
+  })();
+
+  const path = `${prefix}/passports`;
+  const headers = { ...auth, "content-type": "application/json" };
+  const t0 = now();
+  let lastAnswer = t0;
+  const total = Math.round(c.rate * c.seconds);
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / c.rate;
+    const wait = due - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sent++;
+    inflight.push(
+      send(agent, base, {
+        method: "POST",
+        path,
+        headers,
+        body: JSON.stringify(createBody(c.tag, i)),
+        expect: 201,
+      }).then(
+        (a) => {
+          if (a.status !== 201) return;
+          created++;
+          lastAnswer = now();
+          answeredAt.set((JSON.parse(a.body) as { id: string }).id, lastAnswer);
+        },
+        () => undefined,
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  // The achieved rate: creates answered 201 over the time from the first send to the last 201 (an overloaded
+  // system answers later than the schedule sends).
+  const seconds = Math.max(c.seconds, (lastAnswer - t0) / 1000);
+  sending = false;
+  await follower;
+  agent.destroy();
+  feedAgent.destroy();
+  const lagsMs: number[] = [];
+  for (const [id, answered] of answeredAt) {
+    const seen = seenAt.get(id);
+    if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
+  }
+  return { rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs };
+}
+
+process.on("message", (msg: { id: number; command: LoadCommand }) => {
+  const { id, command } = msg;
+  const work =
+    command.type === "run" ? run(command) : command.type === "create" ? create(command) : lag(command);
+  work.then(
+    (result) => process.send!({ id, result }),
+    (err: Error) => process.send!({ id, error: err.stack ?? err.message }),
+  );
+});
+process.on("disconnect", () => process.exit(0));
