@@ -295,22 +295,24 @@ export class PgBus implements Bus {
     }
   }
 
+  /**
+   * One statement, so one round trip and one transaction: the topic's lock is
+   * taken in a one-row subquery the insert reads from, before any id is drawn
+   * (ids are drawn as the insert receives rows, in the messages' order), and
+   * the NOTIFY is delivered at its commit.
+   */
   private async insert(topic: string, messages: BusMessage[]): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(${lockKey(`bus:${topic}`)})`.execute(trx);
-      await trx
-        .insertInto("message")
-        .values(
-          messages.map((m) => ({
-            topic,
-            key: m.key,
-            value: m.value,
-            headers: JSON.stringify(m.headers ?? {}),
-          })),
-        )
-        .execute();
-      await sql`select pg_notify(${NOTIFY_CHANNEL}, ${topic})`.execute(trx);
-    });
+    await sql`
+      with inserted as (
+        insert into message (topic, key, value, headers)
+        select ${topic}, m.key, m.value, m.headers::jsonb
+        from (select pg_advisory_xact_lock(${lockKey(`bus:${topic}`)})) as topic_lock,
+             unnest(${messages.map((m) => m.key)}::text[], ${messages.map((m) => m.value)}::text[],
+                    ${messages.map((m) => JSON.stringify(m.headers ?? {}))}::text[])
+               with ordinality as m(key, value, headers, n)
+        order by m.n
+        returning 1)
+      select pg_notify(${NOTIFY_CHANNEL}, ${topic})`.execute(this.db);
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -351,6 +353,7 @@ class PgSubscription {
   private listener?: pg.Client;
   private job?: LeaderJob;
   private stopped = false;
+  private offsetRowExists = false;
 
   constructor(
     private readonly db: Kysely<BusDB>,
@@ -377,12 +380,13 @@ class PgSubscription {
     this.listener = listener;
     // Listening: the subscription runs (a replica whose group another holds waits its turn, running).
     this.tracker.set(this, "running");
-    // Polling is a leader job: one consumer of a group reads at a time (the others skip the pass),
-    // woken by NOTIFY and every poll interval, backing off while the handler fails.
+    // Polling runs under the job runner, woken by NOTIFY and every poll interval, backing off while the
+    // handler fails. One consumer of a group reads at a time: the group's offset row, locked in the batch's
+    // transaction (others skip the pass), not the runner's session lock (two more transactions a pass).
     this.job = startLeaderJob({
       name: `bus:${this.s.group}:${this.s.topic}`,
       intervalMs: this.o.pollIntervalMs ?? 250,
-      lock: this.db,
+      lock: false,
       log: this.o.log.child({ group: this.s.group }),
       run: async () => {
         try {
@@ -409,28 +413,40 @@ class PgSubscription {
     }
   }
 
-  /** Reads the next batch after the group's position, handles it, then advances the position. */
+  /**
+   * One batch in one transaction: lock the group's offset row (skipping the
+   * pass when another consumer of the group holds it), read the next messages
+   * after its position, handle them, advance the position, commit. The offset
+   * row is locked by a statement of its own so that the read of the messages
+   * that follows has a snapshot taken after the lock, with the position the
+   * previous holder committed; a failed handler rolls back, and the batch is
+   * read again.
+   */
   private async pollOnce(batch: number): Promise<number> {
     const { group, topic } = this.s;
-    return this.db.transaction().execute(async (trx) => {
-      await trx
+    if (!this.offsetRowExists) {
+      await this.db
         .insertInto("consumer_offset")
         .values({ group_id: group, topic, position: 0 })
         .onConflict((oc) => oc.columns(["group_id", "topic"]).doNothing())
         .execute();
-      // The row lock makes one consumer of a group work at a time.
-      const { position } = await trx
+      this.offsetRowExists = true;
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const offset = await trx
         .selectFrom("consumer_offset")
         .select("position")
         .where("group_id", "=", group)
         .where("topic", "=", topic)
         .forUpdate()
-        .executeTakeFirstOrThrow();
+        .skipLocked()
+        .executeTakeFirst();
+      if (!offset) return 0;
       const rows = await trx
         .selectFrom("message")
         .select(["id", "key", "value", "headers"])
         .where("topic", "=", topic)
-        .where("id", ">", position)
+        .where("id", ">", offset.position)
         .orderBy("id")
         .limit(batch)
         .execute();

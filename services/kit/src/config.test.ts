@@ -17,6 +17,7 @@ describe("loadConfig", () => {
       LOG_LEVEL: "info",
       DB_POOL_MAX: 10,
       RELAY_INTERVAL_MS: 500,
+      RELAY_DEBOUNCE_MS: 10,
       SHUTDOWN_GRACE_MS: 10000,
       IDEMPOTENCY_REAP_INTERVAL_MS: 600000,
       KAFKA_SSL: false,

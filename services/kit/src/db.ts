@@ -86,6 +86,23 @@ export async function migrateDatabase(
   }
 }
 
+/**
+ * ANALYZE of every ordinary table of `schema` (the migration step runs it for
+ * each service): returns the tables analyzed.
+ */
+export async function analyzeSchema(url: string, schema: string): Promise<string[]> {
+  const db = createDb<unknown>({ url, schema, applicationName: `${schema}-analyze`, max: 1 });
+  try {
+    const { rows } = await sql<{ name: string }>`
+      select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = ${schema} and c.relkind in ('r', 'p') order by c.relname`.execute(db);
+    for (const { name } of rows) await sql`analyze ${sql.table(`${schema}.${name}`)}`.execute(db);
+    return rows.map((r) => r.name);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** Postgres unique violation (23505), optionally on one constraint. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string };

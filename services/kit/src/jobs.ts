@@ -8,7 +8,10 @@
  *   debug) and the next tick tries again. A crashed pass's lock goes with its
  *   connection. Jobs without a database (`lock: false`) always run.
  * - First run: immediately after start (in the background), then every
- *   `intervalMs`; `wake()` asks for a pass now (coalesced with a running one).
+ *   `intervalMs`; `wake()` asks for a pass now (coalesced with a running one),
+ *   or `wakeDelayMs` later when set: wakes within that window share one pass,
+ *   so a job woken by every commit (the outbox relay) carries several commits'
+ *   work per pass instead of one.
  * - Failure: the pass is retried after an exponential backoff with jitter,
  *   capped; wakes are ignored during the backoff. The first failure is logged
  *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
@@ -31,6 +34,11 @@ export interface LeaderJobOptions {
   lock: Kysely<any> | false;
   /** Log line for passes that did work, e.g. "test passports past retention deleted". */
   report?: string;
+  /**
+   * Debounce of wake(): the pass starts this long after the first wake, carrying every wake that arrived
+   * meanwhile (default 0: at once). The interval's passes are not delayed.
+   */
+  wakeDelayMs?: number;
   /** Delay of the first pass after start (default 0). */
   firstRunDelayMs?: number;
   /** Backoff after failures: first delay (default intervalMs, at most 1 s) and cap (default 30 s). */
@@ -45,7 +53,7 @@ export type PassOutcome =
 
 export interface LeaderJob {
   readonly name: string;
-  /** Asks for a pass now; coalesced with a running pass, ignored while backing off or stopped. */
+  /** Asks for a pass now (or after wakeDelayMs); coalesced with a running or scheduled pass, ignored while backing off or stopped. */
   wake(): void;
   /** Runs one pass now (under the lock) and reports what happened; failures reject. */
   runOnce(): Promise<PassOutcome>;
@@ -101,6 +109,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
   let failures = 0;
   let retryAt = 0;
   let lastFailureLog = 0;
+  let debounce: NodeJS.Timeout | undefined;
 
   const pass = async (): Promise<PassOutcome> => {
     if (stopped) return { ran: false, reason: "stopped" };
@@ -140,11 +149,16 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
     retryAt = 0;
   };
 
+  /** A pass now (the interval, a backoff's end, a pass asked for while one ran). */
   const wake = (): void => {
     if (stopped || Date.now() < retryAt) return;
     if (running) {
       again = true;
       return;
+    }
+    if (debounce) {
+      clearTimeout(debounce);
+      debounce = undefined;
     }
     running = pass()
       .then(onSuccess, onFailure)
@@ -152,9 +166,26 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
         running = undefined;
         if (again) {
           again = false;
-          wake();
+          requestWake();
         }
       });
+  };
+
+  /** wake() of the handle: a pass after wakeDelayMs, shared by every wake until it starts. */
+  const wakeDelayMs = o.wakeDelayMs ?? 0;
+  const requestWake = (): void => {
+    if (wakeDelayMs <= 0) return wake();
+    if (stopped || Date.now() < retryAt) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    if (debounce) return;
+    debounce = setTimeout(() => {
+      debounce = undefined;
+      wake();
+    }, wakeDelayMs);
+    debounce.unref();
   };
 
   const timer = setInterval(wake, o.intervalMs);
@@ -164,7 +195,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
 
   return {
     name: o.name,
-    wake,
+    wake: requestWake,
     get consecutiveFailures() {
       return failures;
     },
@@ -182,6 +213,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
       stopped = true;
       clearInterval(timer);
       clearTimeout(first);
+      if (debounce) clearTimeout(debounce);
       while (running) await running;
     },
   };

@@ -20,9 +20,9 @@
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import { Migrator, sql, type Kysely, type Generated, type Migration, type Transaction } from "kysely";
-import { startLeaderJob, withLeaderLock, type LeaderJob } from "./jobs";
+import { startLeaderJob, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
-import { createDb } from "./db";
+import { createDb, lockKey } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
 import type { Bus } from "./bus";
 import type { Logger } from "./logger";
@@ -104,26 +104,19 @@ export function outboxOrgLock(organizationId: string) {
  * Records an event in the caller's transaction, after taking the
  * organization's outbox lock (held to commit: see the header), with the trace
  * context of the active span (the request that causes the event), which the
- * relay carries on to the bus.
+ * relay carries on to the bus. One statement: the lock is taken in a one-row
+ * subquery the insert reads from, so it is held before the row's id is drawn
+ * (the id's default is evaluated for each row the subquery yields).
  */
 export async function writeOutbox<DB extends WithOutbox>(
   trx: Transaction<DB>,
   event: DomainEvent,
 ): Promise<void> {
-  const t = trx as unknown as Transaction<WithOutbox>;
-  await sql`select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})`.execute(t);
-  await t
-    .insertInto("outbox")
-    .values({
-      event_id: event.id,
-      organization_id: event.organization_id,
-      livemode: event.livemode,
-      type: event.type,
-      payload: JSON.stringify(event),
-      trace_context: traceContextColumn(),
-      sent_at: null,
-    })
-    .execute();
+  await sql`
+    insert into outbox (event_id, organization_id, livemode, type, payload, trace_context)
+    select ${event.id}, ${event.organization_id}, ${event.livemode}, ${event.type},
+           ${JSON.stringify(event)}::jsonb, ${traceContextColumn()}::jsonb
+    from (select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})) as org_lock`.execute(trx);
 }
 
 function traceContextColumn(): string | null {
@@ -137,6 +130,11 @@ export interface OutboxRelayOptions {
   /** The topic events are published to (default DOMAIN_EVENTS_TOPIC; KAFKA_TOPIC in a service). */
   topic?: string;
   intervalMs?: number;
+  /**
+   * A wake (a commit that wrote events) starts a pass this much later, so that the commits of that window
+   * travel in one pass (default RELAY_DEBOUNCE_MS_DEFAULT; 0: at once).
+   */
+  wakeDelayMs?: number;
   batchSize?: number;
   /** Sent rows are deleted after this many hours (default 168 = 7 days). */
   retentionHours?: number;
@@ -149,10 +147,31 @@ export interface OutboxRelayOptions {
 export const OUTBOX_RETENTION_HOURS = 168;
 
 /**
- * Moves unsent outbox rows to the bus. Its passes are a leader job (jobs.ts) named
- * `outbox:<schema>`: one pass at a time across replicas, woken after each commit
- * that wrote events and every intervalMs, backing off while the bus fails (rows
+ * The relay's default wake debounce. At 200 event-writing commits a second a pass carries about three of
+ * them, and the delay it adds to an event's way to the feed stays a small part of a 100 ms budget.
+ */
+export const RELAY_DEBOUNCE_MS_DEFAULT = 10;
+
+type PendingRow = {
+  id: number;
+  event_id: string;
+  type: string;
+  organization_id: string;
+  payload: unknown;
+  trace_context: unknown;
+};
+
+/**
+ * Moves unsent outbox rows to the bus. Its passes run under the job runner
+ * (jobs.ts), woken after each commit that wrote events (debounced by
+ * wakeDelayMs) and every intervalMs, backing off while the bus fails (rows
  * keep committing and wait in the outbox).
+ *
+ * One relay of a schema works at a time, across replicas: each batch takes
+ * the transaction-scoped advisory lock `outbox:<schema>` (try, not wait: a
+ * replica that misses it skips the pass), inside the batch's own transaction,
+ * instead of the job runner's session lock, which would cost two more
+ * statements, each a transaction of its own, per pass.
  */
 export class OutboxRelay {
   private job?: LeaderJob;
@@ -173,9 +192,11 @@ export class OutboxRelay {
     this.job = startLeaderJob({
       name: this.lockName,
       intervalMs: this.o.intervalMs ?? 500,
-      lock: this.db,
+      wakeDelayMs: this.o.wakeDelayMs ?? RELAY_DEBOUNCE_MS_DEFAULT,
+      // Leadership is the batch transaction's own lock (see the class comment).
+      lock: false,
       log: this.log,
-      run: () => this.drainLocked(),
+      run: () => this.drain(),
       backoffMinMs: this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
       backoffMaxMs: this.o.backoffMaxMs ?? 30_000,
     });
@@ -187,7 +208,7 @@ export class OutboxRelay {
   }
 
   /**
-   * Asks for a pass now (called after a transaction that wrote events commits). The pass runs outside the
+   * Asks for a pass (called after a transaction that wrote events commits). The pass runs outside the
    * caller's trace: it relays rows of many requests, each published in a span of its own request's trace.
    */
   wake(): void {
@@ -196,78 +217,85 @@ export class OutboxRelay {
 
   /** One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. */
   async drain(): Promise<number> {
-    return (await withLeaderLock(this.db, this.lockName, () => this.drainLocked())) ?? 0;
-  }
-
-  private async drainLocked(): Promise<number> {
+    const batch = this.o.batchSize ?? 200;
     let total = 0;
     for (;;) {
-      const n = await this.relayBatch();
+      const n = await this.relayBatch(batch);
+      if (n === undefined) break;
       total += n;
-      if (n < (this.o.batchSize ?? 200)) break;
+      if (n < batch) break;
     }
     await this.pruneIfDue();
     return total;
   }
 
   /**
-   * One batch, under the relay's lock: read the oldest unsent rows, publish them
-   * in id order, and only after the bus acknowledged mark them sent. No
-   * transaction is held open while publishing. A crash between publish and mark
-   * re-sends the rows: the events service drops them as duplicates by event id.
+   * One batch, in one transaction: take the relay's lock, mark the oldest
+   * unsent rows sent (one statement that reads them, in id order), publish
+   * them in id order, and commit only after the bus acknowledged them. A
+   * failed publish rolls the marks back; a crash or a failed commit after the
+   * publish re-sends the rows on a later pass, which the events service drops
+   * as duplicates by event id (at-least-once). undefined: another relay holds
+   * the lock.
+   *
+   * Holding the transaction open across the publish is acceptable here: the
+   * rows it locks are ones no writer touches (writers insert new rows, and the
+   * relay is the only updater), so no request waits on it; what it holds is
+   * one pooled connection and the vacuum horizon, for the publish's time (a
+   * few ms on the Postgres bus; on Kafka up to the producer's timeout, and
+   * beyond idle_in_transaction_session_timeout the server ends the
+   * transaction, which again only means a re-send). In exchange the batch is
+   * one committed transaction instead of three (read, publish, mark), plus
+   * the two of a session lock.
+   *
    * Each event is published in its own span, a child of the trace that wrote it,
    * whose context travels in the message headers.
    */
-  private async relayBatch(): Promise<number> {
-    const batch = this.o.batchSize ?? 200;
+  private async relayBatch(batch: number): Promise<number | undefined> {
     const topic = this.o.topic ?? DOMAIN_EVENTS_TOPIC;
-    const pending: Array<{
-      id: number;
-      event_id: string;
-      type: string;
-      organization_id: string;
-      payload: unknown;
-      trace_context: unknown;
-    }> = await this.db
-      .selectFrom("outbox")
-      .select(["id", "event_id", "type", "organization_id", "payload", "trace_context"])
-      .where("sent_at", "is", null)
-      .orderBy("id")
-      .limit(batch)
-      .execute();
-    if (pending.length === 0) return 0;
-    const spans = startPublishSpans(
-      topic,
-      pending.map((r) => parseTraceContext(r.trace_context)),
-      (i) => ({ "messaging.message.id": pending[i]!.event_id, "dpp.event.type": pending[i]!.type }),
-    );
-    try {
-      await this.bus.publish(
+    return this.db.transaction().execute(async (trx) => {
+      // The lock is tried in a CTE the update joins, so no row is marked without it. Order is safe even
+      // though the statement's snapshot may predate the previous holder's commit: rows it marked fail the
+      // update's own `sent_at is null` re-check, and an organization's rows commit in id order (header).
+      const { rows } = await sql<(PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean }>`
+        with relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
+        marked as (
+          update outbox set sent_at = now()
+          from relay_lock
+          where relay_lock.locked and outbox.sent_at is null
+            and outbox.id in (select id from outbox where sent_at is null order by id limit ${batch})
+          returning outbox.id, outbox.event_id, outbox.type, outbox.organization_id, outbox.payload,
+                    outbox.trace_context)
+        select (select locked from relay_lock) as locked, m.*
+        from (values (1)) as one (n) left join marked m on true`.execute(trx);
+      if (!rows[0]?.locked) return undefined;
+      const pending = rows.filter((r): r is PendingRow & { locked: boolean } => r.id !== null);
+      pending.sort((a, b) => a.id - b.id);
+      if (pending.length === 0) return 0;
+      const spans = startPublishSpans(
         topic,
-        pending.map((r, i) => {
-          const headers = spans.headers[i];
-          return {
-            key: r.organization_id,
-            value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
-            ...(headers ? { headers } : {}),
-          };
-        }),
+        pending.map((r) => parseTraceContext(r.trace_context)),
+        (i) => ({ "messaging.message.id": pending[i]!.event_id, "dpp.event.type": pending[i]!.type }),
       );
-      spans.end();
-    } catch (err) {
-      spans.end(err);
-      throw err;
-    }
-    await this.db
-      .updateTable("outbox")
-      .set({ sent_at: sql`now()` })
-      .where(
-        "id",
-        "in",
-        pending.map((r: { id: number }) => r.id),
-      )
-      .execute();
-    return pending.length;
+      try {
+        await this.bus.publish(
+          topic,
+          pending.map((r, i) => {
+            const headers = spans.headers[i];
+            return {
+              key: r.organization_id,
+              value: typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
+              ...(headers ? { headers } : {}),
+            };
+          }),
+        );
+        spans.end();
+      } catch (err) {
+        spans.end(err);
+        throw err;
+      }
+      return pending.length;
+    });
   }
 
   private async pruneIfDue(): Promise<void> {

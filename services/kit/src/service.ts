@@ -27,10 +27,10 @@ import { z } from "zod";
 import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 import { kafkaEnv, refineKafkaEnv } from "./kafka-config";
 import { createLogger, type Logger } from "./logger";
-import { createDb, migrateDatabase } from "./db";
+import { analyzeSchema, createDb, migrateDatabase } from "./db";
 import { createBus } from "./bus-factory";
-import { migrateBus, type Bus } from "./bus";
-import { migrateOutbox, OutboxRelay } from "./outbox";
+import { BUS_SCHEMA, migrateBus, type Bus } from "./bus";
+import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { reapIdempotencyRecords } from "./idempotency";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
@@ -62,6 +62,11 @@ export const commonServiceEnv = {
   DB_POOL_MAX: positiveInt(10),
   /** Outbox relay poll interval (it is also woken after each commit that wrote events). */
   RELAY_INTERVAL_MS: positiveInt(500),
+  /**
+   * A commit that wrote events wakes the relay this many ms later, so that the commits of that window are
+   * relayed in one pass (0: at once).
+   */
+  RELAY_DEBOUNCE_MS: z.coerce.number().int().min(0).max(1000).default(RELAY_DEBOUNCE_MS_DEFAULT),
   /** Time in-flight calls get on SIGTERM. */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
   /** How often idempotency records older than 24 h are deleted (services that keep them). */
@@ -158,14 +163,24 @@ export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
   return loadConfig(serviceConfigSchema(def), env) as unknown as Readonly<ServiceConfig<Env>>;
 }
 
-/** Applies the service's schema migrations and the bus tables' migrations. */
+/**
+ * Applies the service's schema migrations and the bus tables' migrations, then
+ * analyzes every table of both schemas: a table that was just created (or
+ * changed) has no statistics until autovacuum gets to it, which it never does
+ * where autovacuum is off, and the planner's guesses on such a table can pick a
+ * plan that reads a whole tenant for one page. Cheap on small tables; on big
+ * ones ANALYZE reads a sample, not the table.
+ */
 export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
   config: { DATABASE_URL: string; BUS_DATABASE_URL?: string | undefined },
 ): Promise<void> {
   await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   if (def.outbox) await migrateOutbox(config.DATABASE_URL, def.schema);
-  await migrateBus(config.BUS_DATABASE_URL ?? config.DATABASE_URL);
+  const busUrl = config.BUS_DATABASE_URL ?? config.DATABASE_URL;
+  await migrateBus(busUrl);
+  await analyzeSchema(config.DATABASE_URL, def.schema);
+  await analyzeSchema(busUrl, BUS_SCHEMA);
 }
 
 export interface ServiceHandle<Env extends z.ZodRawShape, DB, Extra> {
@@ -236,6 +251,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         schema: def.schema,
         topic: config.KAFKA_TOPIC,
         intervalMs: config.RELAY_INTERVAL_MS,
+        wakeDelayMs: config.RELAY_DEBOUNCE_MS,
       });
       r.start();
       steps.push(() => r.stop());

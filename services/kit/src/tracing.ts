@@ -131,16 +131,24 @@ export function startPublishSpans(
   };
 }
 
+/** A CONSUMER span of one message, opened before its batch is handled and ended after. */
+export interface ConsumeSpan {
+  /** Runs `fn` with this span active: its work (queries) joins the message's trace. */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  /** Ends the span, with the error when handling the message failed. */
+  end(err?: unknown): void;
+}
+
 /**
- * Runs `fn` in a CONSUMER span whose parent is the trace context in the
- * message headers: the consumer's work (its queries) joins the producer's trace.
+ * Opens a CONSUMER span whose parent is the trace context in the message
+ * headers, for a consumer that handles a batch of messages together: each
+ * message keeps a span of its own in its producer's trace.
  */
-export async function withConsumeSpan<T>(
+export function startConsumeSpan(
   topic: string,
   headers: Record<string, string> | undefined,
   attributes: Attributes,
-  fn: () => Promise<T>,
-): Promise<T> {
+): ConsumeSpan {
   const span = tracer().startSpan(
     `process ${topic}`,
     {
@@ -153,13 +161,35 @@ export async function withConsumeSpan<T>(
     },
     contextFrom(headers),
   );
+  return {
+    run: (fn) => context.with(trace.setSpan(context.active(), span), fn),
+    end: (err?: unknown) => {
+      if (err !== undefined) {
+        span.recordException(err instanceof Error ? err : String(err));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+      }
+      span.end();
+    },
+  };
+}
+
+/**
+ * Runs `fn` in a CONSUMER span whose parent is the trace context in the
+ * message headers: the consumer's work (its queries) joins the producer's trace.
+ */
+export async function withConsumeSpan<T>(
+  topic: string,
+  headers: Record<string, string> | undefined,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const span = startConsumeSpan(topic, headers, attributes);
   try {
-    return await context.with(trace.setSpan(context.active(), span), fn);
-  } catch (err) {
-    span.recordException(err instanceof Error ? err : String(err));
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
-    throw err;
-  } finally {
+    const result = await span.run(fn);
     span.end();
+    return result;
+  } catch (err) {
+    span.end(err);
+    throw err;
   }
 }

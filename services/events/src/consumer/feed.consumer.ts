@@ -1,7 +1,11 @@
 /**
- * Consumes domain events from the bus into the feed. Each event is appended in
- * its own transaction (duplicates dropped by id). A message that is not a valid
- * event, or that Postgres refuses as data, is logged and skipped: it must never
+ * Consumes domain events from the bus into the feed. The valid events of a
+ * delivered batch are appended in one transaction (EventsRepository.appendBatch:
+ * duplicates dropped by id, without consuming a sequence number). A message
+ * that is not a valid event is logged and skipped. An event that Postgres
+ * refuses as data (SQLSTATE class 22) fails its batch's transaction: the batch
+ * is then appended event by event, each in its own transaction, so the good
+ * events land and the refused one is logged and skipped: neither must ever
  * block the feed. Any other failure (connection, timeout) is thrown so the bus
  * redelivers the batch; events already appended are then dropped as duplicates.
  *
@@ -12,9 +16,11 @@
  * good, which is worse than serving a type the documentation lists a release
  * later.
  *
- * Each message is handled in a span whose parent is the trace context in its
- * headers (the relay's span for that event, itself in the trace of the request
- * that wrote it), so the feed transaction joins that trace.
+ * Each message is handled in a span of its own whose parent is the trace
+ * context in its headers (the relay's span for that event, itself in the trace
+ * of the request that wrote it), open from its parsing to the end of its
+ * batch's append. The batch's transaction runs in the span of its first event
+ * (its queries join that trace); a per-event append runs in its event's span.
  *
  * The subscription joins and recovers in the background: the service serves
  * the feed as soon as Postgres answers, whatever the bus does (its state is the
@@ -29,14 +35,15 @@ import {
   type Logger,
   type Subscription,
 } from "@dpp/kit";
-import { withConsumeSpan } from "@dpp/kit/tracing";
+import { startConsumeSpan, type ConsumeSpan } from "@dpp/kit/tracing";
+import type { DomainEvent } from "@dpp/contract";
 import { parseDomainEvent } from "../domain";
-import type { EventsRepository } from "../store/events.repository";
+import type { AppendResult, EventsRepository } from "../store/events.repository";
 
 /** The default consumer group (KAFKA_CONSUMER_GROUP sets it). */
 export const FEED_CONSUMER_GROUP = DEFAULT_FEED_CONSUMER_GROUP;
 
-type Appender = Pick<EventsRepository, "append">;
+type Appender = Pick<EventsRepository, "appendBatch">;
 
 /**
  * SQLSTATE class 22 (data exception: an out-of-range timestamp, a \u0000 in
@@ -58,41 +65,68 @@ export function createFeedHandler(
 ): (messages: BusMessage[]) => Promise<void> {
   const uncatalogued = new Set<string>();
   return async (messages) => {
-    for (const m of messages)
-      await withConsumeSpan(topic, m.headers, { "messaging.message.conversation_id": m.key }, () =>
-        handle(m),
-      );
+    const valid: Array<{ event: DomainEvent; span: ConsumeSpan }> = [];
+    try {
+      for (const m of messages) {
+        const span = startConsumeSpan(topic, m.headers, { "messaging.message.conversation_id": m.key });
+        const event = parse(m);
+        if (event) valid.push({ event, span });
+        else span.end();
+      }
+      if (valid.length === 0) return;
+      let results: Array<AppendResult | undefined>;
+      try {
+        results = await valid[0]!.span.run(() => repo.appendBatch(valid.map((v) => v.event)));
+      } catch (err) {
+        if (!isRefusedData(err)) throw err;
+        results = [];
+        for (const v of valid) results.push(await appendAlone(v.event, v.span));
+      }
+      valid.forEach((v, i) => report(v.event, results[i]));
+      for (const v of valid.splice(0)) v.span.end();
+    } catch (err) {
+      for (const v of valid) v.span.end(err);
+      throw err;
+    }
   };
 
-  async function handle(m: BusMessage): Promise<void> {
+  function parse(m: BusMessage): DomainEvent | undefined {
     const parsed = parseDomainEvent(m.value);
     if (!parsed.ok) {
       log.warn(
         { reason: parsed.reason, key: m.key, value: preview(m.value) },
         "skipping malformed domain event",
       );
-      return;
+      return undefined;
     }
     const e = parsed.event;
     if (!isCatalogued(e.type) && !uncatalogued.has(e.type)) {
       uncatalogued.add(e.type);
       log.warn({ type: e.type, event_id: e.id }, "event type not in the catalogue; accepted");
     }
-    const where = {
-      event_id: e.id,
-      type: e.type,
-      organization_id: e.organization_id,
-      livemode: e.livemode,
-    };
+    return e;
+  }
+
+  /** After the batch's transaction refused some event's data: this event alone; undefined when refused. */
+  async function appendAlone(e: DomainEvent, span: ConsumeSpan): Promise<AppendResult | undefined> {
     try {
-      const res = await repo.append(e);
-      if (res.status === "duplicate") log.debug(where, "duplicate event dropped");
-      else log.debug({ ...where, sequence: res.sequence }, "event appended to feed");
+      return (await span.run(() => repo.appendBatch([e])))[0];
     } catch (err) {
       if (!isRefusedData(err)) throw err;
-      log.warn({ ...where, err }, "skipping domain event refused by the database");
+      log.warn({ ...where(e), err }, "skipping domain event refused by the database");
+      return undefined;
     }
   }
+
+  function report(e: DomainEvent, res: AppendResult | undefined): void {
+    if (!res) return;
+    if (res.status === "duplicate") log.debug(where(e), "duplicate event dropped");
+    else log.debug({ ...where(e), sequence: res.sequence }, "event appended to feed");
+  }
+}
+
+function where(e: DomainEvent) {
+  return { event_id: e.id, type: e.type, organization_id: e.organization_id, livemode: e.livemode };
 }
 
 export function subscribeFeed(

@@ -1,9 +1,32 @@
 /**
- * The feed's queries. Appending takes the (organization, mode) counter row lock
- * in the same transaction as the insert, so sequence order is commit order: a
- * reader that has seen sequence N can never later find a committed N' < N.
+ * The feed's queries.
+ *
+ * Appending takes, in the transaction that inserts, a transaction-scoped
+ * advisory lock per (organization, mode) feed, held to commit, so sequence
+ * order is commit order: a reader that has seen sequence N can never later find
+ * a committed N' < N. A batch of events is appended in one transaction:
+ *
+ *   1. lock every feed of the batch, in the order of the lock keys (so two
+ *      batches never wait on each other in a cycle);
+ *   2. one statement, whose snapshot is taken after the locks (so it sees
+ *      every event a previous holder committed): keep the events whose id is
+ *      not stored yet, number them per feed from the feed's counter in batch
+ *      order (row_number over those rows only), insert them (a conflicting id
+ *      is skipped), and set each feed's counter once, to the last sequence
+ *      inserted.
+ *
+ * A duplicate (an id already stored, or repeated in the batch) never consumes a
+ * sequence number: the sequences of a feed have no gaps but those retention
+ * leaves. Should an id conflict the first step could not foresee (the same id
+ * under another feed, committed meanwhile), the statement would have numbered
+ * an event it then skipped: the transaction is rolled back and the events are
+ * appended one by one, where such an event is simply a duplicate.
+ *
+ * The feed query reads one tenant's feed in sequence order through an index
+ * that already holds that order, never a sort of the tenant's events: see
+ * `list`.
  */
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import type { DomainEvent } from "@dpp/contract";
 import type { TenantContext } from "@dpp/kit";
 import type { EventsDB } from "./schema";
@@ -34,59 +57,68 @@ export interface FeedPage {
   hasMore: boolean;
 }
 
-/** Thrown inside the append transaction to roll back the counter increment of a duplicate. */
-class DuplicateEvent extends Error {}
+/** Thrown inside a batch's transaction when an insert skipped an event the statement had numbered. */
+class UnforeseenConflict extends Error {}
+
+/**
+ * Planner settings of the feed query, set for its transaction only. Without
+ * statistics (a table never analyzed, or analyzed while it was small) the
+ * planner guesses a tenant's feed at a few rows and prefers a bitmap scan of
+ * them and a sort to reading the index in order, which then sorts the tenant's
+ * whole feed for every page. With bitmap scans off, the index that holds the
+ * order is the cheapest plan whatever the statistics say.
+ */
+export const FEED_QUERY_SETTINGS = { enable_bitmapscan: "off" } as const;
+
+/** Runs `fn` in a transaction with FEED_QUERY_SETTINGS (SET LOCAL: they end with it). */
+export function withFeedQuerySettings<T>(
+  db: Kysely<EventsDB>,
+  fn: (trx: Transaction<EventsDB>) => Promise<T>,
+): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    for (const [name, value] of Object.entries(FEED_QUERY_SETTINGS))
+      await sql`select set_config(${name}, ${value}, true)`.execute(trx);
+    return fn(trx);
+  });
+}
 
 export class EventsRepository {
   constructor(private readonly db: Kysely<EventsDB>) {}
 
-  /**
-   * Appends one event to its (organization, mode) feed, or drops it when its id
-   * is already known. A duplicate never consumes a sequence number.
-   */
+  /** Appends one event (appendBatch of one). */
   async append(event: DomainEvent): Promise<AppendResult> {
-    // Cheap path for redeliveries: no counter lock when the id is already stored.
-    const known = await this.db
-      .selectFrom("event")
-      .select("event_id")
-      .where("event_id", "=", event.id)
-      .executeTakeFirst();
-    if (known) return { status: "duplicate" };
+    return (await this.appendBatch([event]))[0]!;
+  }
+
+  /**
+   * Appends events to their (organization, mode) feeds in one transaction, in
+   * the batch's order, dropping those whose id is already known (or repeated
+   * in the batch). Returns one result per event, in order. A data exception
+   * (SQLSTATE class 22) of any event fails the whole batch; the caller appends
+   * the events one by one to find it.
+   */
+  async appendBatch(events: readonly DomainEvent[]): Promise<AppendResult[]> {
+    const first = new Map<string, number>();
+    events.forEach((e, i) => {
+      if (!first.has(e.id)) first.set(e.id, i);
+    });
+    const unique = events.filter((e, i) => first.get(e.id) === i);
+    if (unique.length === 0) return [];
+    let sequences: Map<string, number>;
     try {
-      return await this.db.transaction().execute(async (trx) => {
-        // The row lock serialises appends per (organization, mode) until commit.
-        const { last_sequence: sequence } = await trx
-          .insertInto("feed_counter")
-          .values({ organization_id: event.organization_id, livemode: event.livemode, last_sequence: 1 })
-          .onConflict((oc) =>
-            oc
-              .columns(["organization_id", "livemode"])
-              .doUpdateSet((eb) => ({ last_sequence: eb("feed_counter.last_sequence", "+", 1) })),
-          )
-          .returning("last_sequence")
-          .executeTakeFirstOrThrow();
-        const inserted = await trx
-          .insertInto("event")
-          .values({
-            organization_id: event.organization_id,
-            livemode: event.livemode,
-            sequence,
-            event_id: event.id,
-            type: event.type,
-            created_at: event.created_at,
-            related: JSON.stringify(event.related),
-          })
-          .onConflict((oc) => oc.column("event_id").doNothing())
-          .returning("sequence")
-          .executeTakeFirst();
-        // A concurrent delivery stored the same id first: undo the increment.
-        if (!inserted) throw new DuplicateEvent();
-        return { status: "appended", sequence } as const;
-      });
+      sequences = await this.db.transaction().execute((trx) => insertBatch(trx, unique));
     } catch (err) {
-      if (err instanceof DuplicateEvent) return { status: "duplicate" };
-      throw err;
+      if (!(err instanceof UnforeseenConflict)) throw err;
+      sequences = new Map();
+      for (const e of unique) {
+        const one = await this.db.transaction().execute((trx) => insertBatch(trx, [e]));
+        for (const [id, seq] of one) sequences.set(id, seq);
+      }
     }
+    return events.map((e, i) => {
+      const sequence = first.get(e.id) === i ? sequences.get(e.id) : undefined;
+      return sequence === undefined ? { status: "duplicate" } : { status: "appended", sequence };
+    });
   }
 
   /**
@@ -107,19 +139,50 @@ export class EventsRepository {
     return res.rows[0]?.n ?? 0;
   }
 
+  /**
+   * The query of one page of a tenant's feed, oldest first (FEED_QUERY_SETTINGS apply). Without a types
+   * filter: the primary key (organization_id, livemode, sequence) read in order from the cursor, limit + 1
+   * rows. With types: for each type, event_type_idx (organization_id, livemode, type, sequence) read in
+   * order, limit + 1 rows each, merged by sequence (a Merge Append): the rows read are bounded by the page
+   * size times the number of types, never the tenant's whole feed, however rare or common the types are.
+   */
+  listQuery(tenant: TenantContext, q: FeedQuery) {
+    const columns = [
+      "event_id",
+      "organization_id",
+      "livemode",
+      "type",
+      "created_at",
+      "related",
+      "sequence",
+    ] as const;
+    const page = (type: string | undefined) => {
+      let query = this.db
+        .selectFrom("event")
+        .select(columns)
+        .where("organization_id", "=", tenant.organizationId)
+        .where("livemode", "=", tenant.livemode);
+      if (type !== undefined) query = query.where("type", "=", type);
+      return query
+        .where("sequence", ">", q.after)
+        .orderBy("sequence", "asc")
+        .limit(q.limit + 1);
+    };
+    const types = [...new Set(q.types)];
+    if (types.length <= 1) return page(types[0]);
+    // Each branch in a subquery of its own: a UNION member cannot carry ORDER BY and LIMIT unparenthesised.
+    const [head, ...rest] = types.map((t, i) => this.db.selectFrom(page(t).as(`t${i}`)).selectAll());
+    return this.db
+      .selectFrom(rest.reduce((u, p) => u.unionAll(p), head!).as("page"))
+      .selectAll()
+      .orderBy("sequence", "asc")
+      .limit(q.limit + 1);
+  }
+
   /** One page of a tenant's feed, oldest first. */
   async list(tenant: TenantContext, q: FeedQuery): Promise<FeedPage> {
-    let query = this.db
-      .selectFrom("event")
-      .select(["event_id", "organization_id", "livemode", "type", "created_at", "related", "sequence"])
-      .where("organization_id", "=", tenant.organizationId)
-      .where("livemode", "=", tenant.livemode)
-      .where("sequence", ">", q.after);
-    if (q.types.length > 0) query = query.where("type", "in", [...q.types]);
-    const rows = await query
-      .orderBy("sequence", "asc")
-      .limit(q.limit + 1)
-      .execute();
+    const compiled = this.listQuery(tenant, q).compile();
+    const rows = await withFeedQuerySettings(this.db, async (trx) => (await trx.executeQuery(compiled)).rows);
     return {
       events: rows.slice(0, q.limit).map((r) => ({
         id: r.event_id,
@@ -133,4 +196,57 @@ export class EventsRepository {
       hasMore: rows.length > q.limit,
     };
   }
+}
+
+/**
+ * Steps 1 and 2 of the header for one batch of distinct ids, in `trx`; the
+ * sequence of each event inserted, by id.
+ */
+async function insertBatch(
+  trx: Transaction<EventsDB>,
+  events: readonly DomainEvent[],
+): Promise<Map<string, number>> {
+  const feeds = [...new Map(events.map((e) => [`${e.livemode}:${e.organization_id}`, e])).values()];
+  await sql`
+    select pg_advisory_xact_lock(k.key)
+    from (select distinct hashtextextended('feed:' || current_schema() || ':' || f.organization_id || ':' || f.livemode::text, 0) as key
+          from unnest(${feeds.map((e) => e.organization_id)}::text[], ${feeds.map((e) => e.livemode)}::boolean[])
+            as f(organization_id, livemode)) k
+    order by k.key`.execute(trx);
+  const { rows } = await sql<{ numbered: number; appended: Array<[string, number]> }>`
+    with batch as (
+      select * from unnest(
+        ${events.map((e) => e.id)}::text[], ${events.map((e) => e.organization_id)}::text[],
+        ${events.map((e) => e.livemode)}::boolean[], ${events.map((e) => e.type)}::text[],
+        ${events.map((e) => e.created_at)}::text[], ${events.map((e) => JSON.stringify(e.related))}::text[])
+        with ordinality as b(event_id, organization_id, livemode, type, created_at, related, n)),
+    fresh as (
+      select b.*, row_number() over (partition by b.organization_id, b.livemode order by b.n) as rank
+      from batch b
+      where not exists (select 1 from event e where e.event_id = b.event_id)),
+    numbered as (
+      select f.*, coalesce(c.last_sequence, 0) + f.rank as sequence
+      from fresh f
+      left join feed_counter c on c.organization_id = f.organization_id and c.livemode = f.livemode),
+    inserted as (
+      insert into event (organization_id, livemode, sequence, event_id, type, created_at, related)
+      select organization_id, livemode, sequence, event_id, type, created_at::timestamptz, related::jsonb
+      from numbered order by n
+      on conflict (event_id) do nothing
+      returning organization_id, livemode, sequence, event_id),
+    counted as (
+      insert into feed_counter (organization_id, livemode, last_sequence)
+      select organization_id, livemode, max(sequence) from inserted group by organization_id, livemode
+      on conflict (organization_id, livemode) do update set last_sequence = excluded.last_sequence
+      returning 1)
+    -- counted runs although nothing reads it: a data-modifying WITH always runs to completion.
+    select (select count(*)::int from numbered) as numbered,
+           coalesce((select json_agg(json_build_array(event_id, sequence)) from inserted), '[]'::json) as appended`.execute(
+    trx,
+  );
+  const result = rows[0]!;
+  // Only a batch of several can have numbered an event after one it then skipped (a gap); one event that
+  // conflicts is a duplicate, and the counter only moved for what was inserted.
+  if (result.appended.length < result.numbered && events.length > 1) throw new UnforeseenConflict();
+  return new Map(result.appended.map(([id, seq]) => [id, Number(seq)]));
 }

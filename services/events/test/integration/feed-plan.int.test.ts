@@ -1,0 +1,113 @@
+/**
+ * The feed query's plan must not depend on statistics: on a table migrated
+ * (and analyzed while empty) and then filled without ANALYZE, as on a machine
+ * whose autovacuum is off, each page still reads an index in sequence order,
+ * never a sort or a scan of the table. EXPLAIN runs the very query the
+ * repository builds, under the settings it runs it with.
+ */
+import { sql, type Kysely } from "kysely";
+import { createDb, migrateService } from "@dpp/kit";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
+import { eventsService } from "../../src/service";
+import { EventsRepository, withFeedQuerySettings, type FeedQuery } from "../../src/store/events.repository";
+import { EVENTS_SCHEMA, type EventsDB } from "../../src/store/schema";
+
+let tdb: TestDatabase;
+let db: Kysely<EventsDB>;
+let repo: EventsRepository;
+
+interface PlanNode {
+  "Node Type": string;
+  "Index Name"?: string;
+  "Relation Name"?: string;
+  Plans?: PlanNode[];
+}
+
+const tenant = { requestId: "req_plan", organizationId: "org_plan3", livemode: true };
+
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+beforeAll(async () => {
+  tdb = await createTestDatabase("events_plan");
+  await migrateService(eventsService, { DATABASE_URL: tdb.url });
+  db = createDb<EventsDB>({ url: tdb.url, schema: EVENTS_SCHEMA, applicationName: "events-plan", max: 1 });
+  // 6 organizations × 2 modes, 5,000 events each, one type in five an update; no ANALYZE afterwards.
+  await sql`
+    insert into event (organization_id, livemode, sequence, event_id, type, created_at, related)
+    select 'org_plan' || (g % 6), (g / 6) % 2 = 0, g / 12 + 1, 'evt_plan_' || g,
+           case when g % 5 = 0 then 'passport.updated' else 'passport.created' end, now(),
+           jsonb_build_object('object', 'passport', 'id', 'pp_' || g, 'status', 'draft', 'version', 1)
+    from generate_series(0, 59999) g`.execute(db);
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from pg_stats where schemaname = ${EVENTS_SCHEMA} and tablename = 'event'`.execute(
+    db,
+  );
+  expect(rows[0]!.n).toBe(0); // no column statistics: the planner has only its defaults
+  repo = new EventsRepository(db);
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await tdb?.drop();
+});
+
+async function plan(q: FeedQuery): Promise<PlanNode[]> {
+  const compiled = repo.listQuery(tenant, q).compile();
+  const rows = await withFeedQuerySettings(
+    db,
+    async (trx) =>
+      (
+        await trx.executeQuery<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>({
+          ...compiled,
+          sql: `explain (format json) ${compiled.sql}`,
+        })
+      ).rows,
+  );
+  return nodes(rows[0]!["QUERY PLAN"][0]!.Plan);
+}
+
+const scansOfEvent = (ns: PlanNode[]) => ns.filter((n) => n["Relation Name"] === "event");
+
+describe("the feed query's plan on a table without statistics", () => {
+  it.each([0, 2_500])("reads the first page (after %i) through the primary key in order", async (after) => {
+    const ns = await plan({ after, types: [], limit: 100 });
+    expect(ns.map((n) => n["Node Type"])).not.toContain("Sort");
+    expect(scansOfEvent(ns).map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
+      ["Index Scan", "event_pk"],
+    ]);
+  });
+
+  it("reads one type through the type index in order", async () => {
+    const ns = await plan({ after: 0, types: ["passport.updated"], limit: 100 });
+    expect(ns.map((n) => n["Node Type"])).not.toContain("Sort");
+    expect(scansOfEvent(ns).map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
+      ["Index Scan", "event_type_idx"],
+    ]);
+  });
+
+  it("reads several types through the type index in order, one bounded read per type, merged", async () => {
+    const ns = await plan({
+      after: 0,
+      types: ["passport.updated", "passport.created", "passport.trashed"],
+      limit: 100,
+    });
+    const types = ns.map((n) => n["Node Type"]);
+    expect(types).not.toContain("Sort");
+    expect(types).toContain("Merge Append");
+    expect(scansOfEvent(ns).map((n) => [n["Node Type"], n["Index Name"]])).toEqual(
+      Array.from({ length: 3 }, () => ["Index Scan", "event_type_idx"]),
+    );
+  });
+
+  it("serves the page the plan reads: oldest first, limit + 1 rows for has-more", async () => {
+    const page = await repo.list(tenant, { after: 10, types: [], limit: 100 });
+    expect(page.events.map((e) => e.sequence)).toEqual(Array.from({ length: 100 }, (_, i) => 11 + i));
+    expect(page.hasMore).toBe(true);
+    const typed = await repo.list(tenant, {
+      after: 0,
+      types: ["passport.updated", "passport.created"],
+      limit: 3,
+    });
+    expect(typed.events.map((e) => e.sequence)).toEqual([1, 2, 3]);
+  });
+});
