@@ -17,7 +17,7 @@ import { ensureDemoCredentials } from "../../stack/src/demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "../../stack/src/embedded-postgres";
 import { CASES, createBody, publishableBody, type CaseName, type Target } from "./cases";
 import type { LagResult, LoadCommand, RunResult } from "./loadgen";
-import { REPO_ROOT, startNodeProcess, stopProcess } from "./node-process";
+import { bundleEntries, REPO_ROOT, startBundle, startNodeProcess, stopProcess } from "./node-process";
 import { processCpuMs, treeCpuMs } from "./procstat";
 import { ProfileFile } from "./profile";
 import { fmt, median, percentile, table } from "./stats";
@@ -367,11 +367,15 @@ async function main() {
   await running.stats.query(REFERENCE_DDL);
   const refGrpc = `127.0.0.1:${await freePort()}`;
   const refHttp = await freePort();
-  running.refService = startNodeProcess(path.join(REPO_ROOT, "tools/bench/reference/service.ts"), [], {
+  const refBundles = await bundleEntries({
+    "ref-service": path.join(REPO_ROOT, "tools/bench/reference/service.ts"),
+    "ref-edge": path.join(REPO_ROOT, "tools/bench/reference/edge.ts"),
+  });
+  running.refService = startBundle(refBundles["ref-service"]!, [], {
     env: { DATABASE_URL: databaseUrl, REF_GRPC_ADDR: refGrpc },
   });
   logTo(running.refService, "ref-svc");
-  running.refEdge = startNodeProcess(path.join(REPO_ROOT, "tools/bench/reference/edge.ts"), [], {
+  running.refEdge = startBundle(refBundles["ref-edge"]!, [], {
     env: {
       REF_HTTP_PORT: String(refHttp),
       REF_SERVICE_ADDR: refGrpc,

@@ -167,7 +167,7 @@ export function useBundlesIn(dir: string): void {
  * it): the first stack trace it maps keeps the decoded map of the whole bundle, about 60 MiB, for the
  * process's life. Traces name lines of the bundle, whose `// <source file>` comments say where they are.
  */
-const NODE_OPTIONS = ["--max-semi-space-size=4"];
+export const SERVICE_NODE_ARGS: readonly string[] = ["--max-semi-space-size=4"];
 
 /** Preloaded into every service process: it stops when the process that started it is gone. */
 const PARENT_WATCH = path.join(REPO_ROOT, "tools", "stack", "parent-watch.cjs");
@@ -192,7 +192,7 @@ function spawnService(
   }
   try {
     // stdin is a pipe that only closes when this process ends: PARENT_WATCH stops the child then.
-    return spawn(process.execPath, [...NODE_OPTIONS, "--require", PARENT_WATCH, bundle, ...args], {
+    return spawn(process.execPath, [...SERVICE_NODE_ARGS, "--require", PARENT_WATCH, bundle, ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
       stdio: fd === undefined ? ["pipe", "inherit", "inherit"] : ["pipe", fd, fd],
