@@ -9,7 +9,7 @@ import { sql, type Kysely } from "kysely";
 import { createDb, migrateService } from "@dpp/kit";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { eventsService } from "../../src/service";
-import { EventsRepository, withFeedQuerySettings, type FeedQuery } from "../../src/store/events.repository";
+import { EventsRepository, type FeedQuery } from "../../src/store/events.repository";
 import { EVENTS_SCHEMA, type EventsDB } from "../../src/store/schema";
 
 let tdb: TestDatabase;
@@ -53,16 +53,10 @@ afterAll(async () => {
 
 async function plan(q: FeedQuery): Promise<PlanNode[]> {
   const compiled = repo.listQuery(tenant, q).compile();
-  const rows = await withFeedQuerySettings(
-    db,
-    async (trx) =>
-      (
-        await trx.executeQuery<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>({
-          ...compiled,
-          sql: `explain (format json) ${compiled.sql}`,
-        })
-      ).rows,
-  );
+  const { rows } = await db.executeQuery<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>({
+    ...compiled,
+    sql: `explain (format json) ${compiled.sql}`,
+  });
   return nodes(rows[0]!["QUERY PLAN"][0]!.Plan);
 }
 
