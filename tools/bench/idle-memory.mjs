@@ -113,10 +113,11 @@ function label(cmd) {
   if (/(^|\/)postgres( |$)/.test(cmd.split(" ")[0])) return "postgres (postmaster)";
   if (/npm(-cli\.js)? start$/.test(cmd) || /\bnpm start\b/.test(cmd)) return "npm start";
   if (/^(\/bin\/)?(ba)?sh /.test(cmd)) return "sh -c (npm's script shell)";
-  if (/tools\/stack\//.test(cmd) || /\bstack[-.]/.test(cmd) || /\borchestrator\b/.test(cmd))
-    return "orchestrator";
+  // Services first: each is started with tools/stack/parent-watch.cjs preloaded, which names the stack too.
   for (const name of serviceNames)
     if (new RegExp(`services/${name}/|/${name}[./]`).test(cmd)) return `service ${name}`;
+  if (/tools\/stack\//.test(cmd) || /\bstack[-.]/.test(cmd) || /\borchestrator\b/.test(cmd))
+    return "orchestrator";
   return cmd.slice(0, 60);
 }
 
