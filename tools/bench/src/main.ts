@@ -508,7 +508,7 @@ async function main() {
 
   // --- feed lag --------------------------------------------------------------------------------------------
   const lags: LagResult[] = [];
-  for (const rate of opts.lagRates) {
+  for (const [i, rate] of opts.lagRates.entries()) {
     log(`feed lag at ${rate} creates/s for ${opts.lagSeconds} s...`);
     lags.push(
       await load.send<LagResult>({
@@ -516,7 +516,8 @@ async function main() {
         target: full,
         rate,
         seconds: opts.lagSeconds,
-        tag: `${tag}-lag-${rate}`,
+        // Each lag run its own external ids, so a rate may be given twice (--lag-rates 200,200).
+        tag: `${tag}-lag-${i}-${rate}`,
         drainSeconds: 30,
       }),
     );
