@@ -34,6 +34,19 @@ export function randomGtin13(): string {
   return `${body}${gtinCheckDigit(body)}`;
 }
 
+/** Everything a textile passport needs to be published: its name, a manufacturer, fibres, instructions, a GTIN. */
+export const publishableTextile = (o: { productName?: string; gtin?: string } = {}) => ({
+  product_name: o.productName ?? "Organic T-shirt",
+  manufacturer_name: "Acme",
+  manufacturer_address: "1 Rua, Porto",
+  manufacturer_country: "PT",
+  material_composition: [{ fiber: "cotton", percentage: 100 }],
+  substances_of_concern: [],
+  recycling_instructions: "Textile bank",
+  care_instructions: "30 °C",
+  gtin: o.gtin ?? randomGtin13(),
+});
+
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
 
 export interface CreateBody {

@@ -16,6 +16,7 @@ import {
   testTenant,
   type Harness,
   type Tenant,
+  publishableTextile,
 } from "../harness";
 
 const { PassportStatus: Status, ValidationSeverity: Severity } = passportV1;
@@ -35,17 +36,7 @@ const ctx = (t: Tenant, extra: Partial<RequestContext> = {}): RequestContext => 
 });
 
 /** Everything a textile passport needs to be published. */
-const complete = (gtin = randomGtin13()) => ({
-  product_name: "Organic T-shirt",
-  manufacturer_name: "Acme",
-  manufacturer_address: "1 Rua, Porto",
-  manufacturer_country: "PT",
-  material_composition: [{ fiber: "cotton", percentage: 100 }],
-  substances_of_concern: [],
-  recycling_instructions: "Textile bank",
-  care_instructions: "30 °C",
-  gtin,
-});
+const complete = (gtin?: string) => publishableTextile({ gtin });
 
 const data = (p: { dataJson: string }) => JSON.parse(p.dataJson) as Record<string, unknown>;
 

@@ -17,6 +17,7 @@ import {
   testTenant,
   type Harness,
   type Tenant,
+  publishableTextile,
 } from "../harness";
 
 let h: Harness;
@@ -47,17 +48,7 @@ const ctx = (t: Tenant, extra: Partial<RequestContext> = {}): RequestContext => 
   ...extra,
 });
 
-const complete = () => ({
-  product_name: "Organic T-shirt",
-  manufacturer_name: "Acme",
-  manufacturer_address: "1 Rua, Porto",
-  manufacturer_country: "PT",
-  material_composition: [{ fiber: "cotton", percentage: 100 }],
-  substances_of_concern: [],
-  recycling_instructions: "Textile bank",
-  care_instructions: "30 °C",
-  gtin: randomGtin13(),
-});
+const complete = () => publishableTextile();
 
 /** The outbox rows of one passport: [type, version], oldest first. */
 async function eventsOf(id: string): Promise<[string, number][]> {

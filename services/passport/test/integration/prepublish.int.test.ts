@@ -3,7 +3,7 @@ import { ApiError } from "@dpp/contract";
 import { sql } from "kysely";
 import { passportV1 } from "@dpp/proto";
 import { CompositePrePublishCheck, nothingToCheck, type PrePublishCheck } from "../../src/domain/prepublish";
-import { context, randomGtin13, refusal, startHarness, testTenant, type Harness } from "../harness";
+import { context, refusal, startHarness, testTenant, type Harness, publishableTextile } from "../harness";
 
 let h: Harness;
 const asked: { passportId: string; fingerprint?: string }[] = [];
@@ -29,17 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const complete = (name: string) => ({
-  product_name: name,
-  manufacturer_name: "Acme",
-  manufacturer_address: "1 Rua, Porto",
-  manufacturer_country: "PT",
-  material_composition: [{ fiber: "cotton", percentage: 100 }],
-  substances_of_concern: [],
-  recycling_instructions: "Textile bank",
-  care_instructions: "30 °C",
-  gtin: randomGtin13(),
-});
+const complete = (name: string) => publishableTextile({ productName: name });
 
 it("a refusing check blocks publish with its code and nothing is published or emitted", async () => {
   const t = testTenant();

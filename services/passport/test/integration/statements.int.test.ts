@@ -8,7 +8,15 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { type RequestContext } from "@dpp/kit";
-import { context, createRequest, randomGtin13, startHarness, testTenant, type Harness } from "../harness";
+import {
+  context,
+  createRequest,
+  randomGtin13,
+  startHarness,
+  testTenant,
+  type Harness,
+  publishableTextile,
+} from "../harness";
 
 let h: Harness;
 let recording: string[] | undefined;
@@ -76,18 +84,7 @@ const key = (ctx: RequestContext): RequestContext => ({
 });
 
 const PRO = { planId: "pro", subscriptionStatus: "active", publishLimit: 1000 };
-/** Everything a textile passport needs to be published. */
-const complete = {
-  product_name: "Organic T-shirt",
-  manufacturer_name: "Acme",
-  manufacturer_address: "1 Rua, Porto",
-  manufacturer_country: "PT",
-  material_composition: [{ fiber: "cotton", percentage: 100 }],
-  substances_of_concern: [],
-  recycling_instructions: "Textile bank",
-  care_instructions: "30 °C",
-  gtin: randomGtin13(),
-};
+const complete = publishableTextile();
 
 const shirt = (name: string) => createRequest({ category: "textile", data: { product_name: name } });
 

@@ -16,6 +16,7 @@ import {
   testTenant,
   type Harness,
   type Tenant,
+  publishableTextile,
 } from "../harness";
 
 let h: Harness;
@@ -27,17 +28,7 @@ afterAll(() => h?.close());
 const PRO = { planId: "pro", subscriptionStatus: "active", publishLimit: 1000 };
 const ctx = (t: Tenant): RequestContext => ({ ...context(t), credentialKind: "secret", plan: PRO });
 
-const complete = () => ({
-  product_name: "Organic T-shirt",
-  manufacturer_name: "Acme",
-  manufacturer_address: "1 Rua, Porto",
-  manufacturer_country: "PT",
-  material_composition: [{ fiber: "cotton", percentage: 100 }],
-  substances_of_concern: [],
-  recycling_instructions: "Textile bank",
-  care_instructions: "30 °C",
-  gtin: randomGtin13(),
-});
+const complete = () => publishableTextile();
 
 type Status = "draft" | "published" | "deactivated" | "trashed" | "readonly";
 
