@@ -24,3 +24,31 @@ export const rfc3339OrNull = (t: Timestamp | undefined): string | null => (t ? r
 export function list<T>(data: T[], hasMore: boolean, nextCursor: string | null) {
   return { object: "list" as const, data, has_more: hasMore, next_cursor: nextCursor };
 }
+
+/**
+ * A JSON text sent as it is: a representation rendered once upstream (e.g. an event's public JSON, stored when
+ * it was appended) or a document a service keeps as JSON text, placed in an answer without parsing it again.
+ * Only text that is JSON by construction (a service's answer, never client input) belongs here.
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+/** The JSON text of an answer's body. */
+export const jsonText = (body: unknown): string =>
+  body instanceof RawJson ? body.text : JSON.stringify(body);
+
+/** `fields` as a JSON object with `key` appended last, its value the JSON text `raw` as it is. */
+export function withRawField(fields: Record<string, unknown>, key: string, raw: string): RawJson {
+  const head = JSON.stringify(fields);
+  const sep = head === "{}" ? "" : ",";
+  return new RawJson(`${head.slice(0, -1)}${sep}${JSON.stringify(key)}:${raw}}`);
+}
+
+/** The list envelope of `list`, its items JSON texts placed as they are. */
+export function rawList(items: readonly RawJson[], hasMore: boolean, nextCursor: string | null): RawJson {
+  const data = items.map((i) => i.text).join(",");
+  return new RawJson(
+    `{"object":"list","data":[${data}],"has_more":${hasMore},"next_cursor":${JSON.stringify(nextCursor)}}`,
+  );
+}

@@ -66,7 +66,10 @@ export interface HandlerInput {
   conditional?: Conditional;
 }
 
-/** The answer's JSON body (sent with the route's successStatus) and any extra headers. */
+/**
+ * The answer's JSON body (sent with the route's successStatus) and any extra headers. A RawJson body (json.ts)
+ * is sent as the text it holds.
+ */
 export interface HandlerResult {
   body: unknown;
   headers?: Record<string, string>;

@@ -1,6 +1,7 @@
 /** The last step of a route: its handler, then the answer (marked when a service replayed a recorded result). */
 import type { Request, Response } from "express";
 import { REPLAYED_HEADER } from "@dpp/kit";
+import { jsonText } from "../json";
 import type { Route } from "../route";
 import { contextOf, locals } from "./locals";
 
@@ -19,6 +20,6 @@ export function dispatch(route: Route) {
     });
     if (out.headers) for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
     if (ctx.outcome?.idempotentReplayed) res.setHeader(REPLAYED_HEADER, "true");
-    res.status(route.successStatus).type("application/json").send(JSON.stringify(out.body));
+    res.status(route.successStatus).type("application/json").send(jsonText(out.body));
   };
 }

@@ -1,0 +1,34 @@
+import { RawJson, jsonText, rawList, withRawField } from "./json";
+
+describe("raw JSON in answers", () => {
+  it("appends a raw field to an object, parsed back to the same value", () => {
+    const raw = '{"b":[1,2,{"c":"é\\u0022"}],"a":null}';
+    const out = withRawField({ object: "passport", id: "p_1" }, "data", raw);
+    expect(JSON.parse(out.text)).toEqual({ object: "passport", id: "p_1", data: JSON.parse(raw) });
+  });
+
+  it("appends a raw field to an empty object", () => {
+    expect(JSON.parse(withRawField({}, "related", "[1]").text)).toEqual({ related: [1] });
+  });
+
+  it("wraps raw items in the list envelope", () => {
+    const page = rawList([new RawJson('{"id":1}'), new RawJson('{"id":2}')], true, "c_2");
+    expect(JSON.parse(page.text)).toEqual({
+      object: "list",
+      data: [{ id: 1 }, { id: 2 }],
+      has_more: true,
+      next_cursor: "c_2",
+    });
+    expect(JSON.parse(rawList([], false, null).text)).toEqual({
+      object: "list",
+      data: [],
+      has_more: false,
+      next_cursor: null,
+    });
+  });
+
+  it("sends a RawJson as its text and anything else through JSON.stringify", () => {
+    expect(jsonText(new RawJson('{"x":1}'))).toBe('{"x":1}');
+    expect(jsonText({ x: [1, "y"] })).toBe('{"x":[1,"y"]}');
+  });
+});
