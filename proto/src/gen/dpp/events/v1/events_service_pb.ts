@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/events/v1/events_service.proto.
  */
 export const file_dpp_events_v1_events_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlIkEKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCSJhChJMaXN0RXZlbnRzUmVzcG9uc2USJAoGZXZlbnRzGAEgAygLMhQuZHBwLmV2ZW50cy52MS5FdmVudBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCTJiCg1FdmVudHNTZXJ2aWNlElEKCkxpc3RFdmVudHMSIC5kcHAuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiEuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlIlIKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCRIPCgdhc19qc29uGAQgASgIInUKEkxpc3RFdmVudHNSZXNwb25zZRIkCgZldmVudHMYASADKAsyFC5kcHAuZXZlbnRzLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJEhIKCmV2ZW50X2pzb24YBCADKAkyYgoNRXZlbnRzU2VydmljZRJRCgpMaXN0RXZlbnRzEiAuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVxdWVzdBohLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.events.v1.Event
@@ -80,6 +80,15 @@ export type ListEventsRequest = Message<"dpp.events.v1.ListEventsRequest"> & {
    * @generated from field: repeated string types = 3;
    */
   types: string[];
+
+  /**
+   * Answer each event as its public JSON text (ListEventsResponse.event_json) instead of a message. A service
+   * that predates this field ignores it and answers messages: a caller that sets it reads whichever of the two
+   * the response fills.
+   *
+   * @generated from field: bool as_json = 4;
+   */
+  asJson: boolean;
 };
 
 /**
@@ -109,6 +118,15 @@ export type ListEventsResponse = Message<"dpp.events.v1.ListEventsResponse"> & {
    * @generated from field: string next_cursor = 3;
    */
   nextCursor: string;
+
+  /**
+   * With ListEventsRequest.as_json: each event as its public JSON object text, exactly as the API answers it
+   * (object, id, name, organization_id, type, livemode, created_at, related), in feed order; `events` is then
+   * empty. Rendered once, when the event was appended.
+   *
+   * @generated from field: repeated string event_json = 4;
+   */
+  eventJson: string[];
 };
 
 /**
