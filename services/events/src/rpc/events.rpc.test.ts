@@ -1,7 +1,13 @@
 import type { CallContext, Logger } from "@dpp/kit";
 import { timestampFromDate, type eventsV1 } from "@dpp/proto";
 import { readFeedCursor } from "../domain";
-import type { FeedEvent, FeedQuery } from "../store/events.repository";
+import type {
+  EventsRepository,
+  FeedEvent,
+  FeedEventJson,
+  FeedPage,
+  FeedQuery,
+} from "../store/events.repository";
 import { createEventsRpc, toProtoEvent } from "./events.rpc";
 
 const feedEvent = (sequence: number): FeedEvent => ({
@@ -14,6 +20,17 @@ const feedEvent = (sequence: number): FeedEvent => ({
   sequence,
 });
 
+const eventJson = (sequence: number): FeedEventJson => ({ json: `{"id":"evt_${sequence}"}`, sequence });
+
+/** A repository whose list answers `page` (and listJson never: it fails the test when called). */
+const messages = (list: (tenant: unknown, q: FeedQuery) => Promise<FeedPage>) =>
+  ({
+    list,
+    listJson: async () => {
+      throw new Error("listJson called without as_json");
+    },
+  }) satisfies Pick<EventsRepository, "list" | "listJson">;
+
 const call = (ctx: CallContext["ctx"]): CallContext => ({
   ctx,
   caller: "gateway",
@@ -22,7 +39,7 @@ const call = (ctx: CallContext["ctx"]): CallContext => ({
   cancelled: () => false,
 });
 const req = (r: Partial<eventsV1.ListEventsRequest>) =>
-  ({ limit: 0, cursor: "", types: [], ...r }) as eventsV1.ListEventsRequest;
+  ({ limit: 0, cursor: "", types: [], asJson: false, ...r }) as eventsV1.ListEventsRequest;
 
 describe("toProtoEvent", () => {
   it("maps a stored event to the message", () => {
@@ -42,34 +59,67 @@ describe("listEvents", () => {
 
   it("queries the tenant from the context and encodes the last sequence in next_cursor", async () => {
     const queries: unknown[] = [];
-    const rpc = createEventsRpc({
-      list: async (tenant, q) => {
+    const rpc = createEventsRpc(
+      messages(async (tenant, q) => {
         queries.push({ tenant, q });
         return { events: [feedEvent(4), feedEvent(5)], hasMore: true };
-      },
-    });
+      }),
+    );
     const res = await rpc.listEvents(req({ limit: 2, types: ["passport.published"] }), call(tenantCtx));
     expect(queries).toEqual([
       { tenant: tenantCtx, q: { after: 0, types: ["passport.published"], limit: 2 } satisfies FeedQuery },
     ]);
     expect(res.hasMore).toBe(true);
     expect(res.events.map((e) => e.id)).toEqual(["evt_4", "evt_5"]);
+    expect(res.eventJson).toEqual([]);
     expect(readFeedCursor({ types: ["passport.published"] }, res.nextCursor)).toBe(5);
   });
 
   it("keeps the given position on an empty page", async () => {
-    const rpc = createEventsRpc({ list: async () => ({ events: [], hasMore: false }) });
+    const rpc = createEventsRpc(messages(async () => ({ events: [], hasMore: false })));
     const first = await rpc.listEvents(req({}), call(tenantCtx));
     expect(readFeedCursor({ types: [] }, first.nextCursor)).toBe(0);
-    const rpc2 = createEventsRpc({ list: async () => ({ events: [feedEvent(9)], hasMore: false }) });
+    const rpc2 = createEventsRpc(messages(async () => ({ events: [feedEvent(9)], hasMore: false })));
     const c9 = (await rpc2.listEvents(req({}), call(tenantCtx))).nextCursor;
     const again = await rpc.listEvents(req({ cursor: c9 }), call(tenantCtx));
     expect(again.events).toEqual([]);
     expect(readFeedCursor({ types: [] }, again.nextCursor)).toBe(9);
   });
 
+  it("answers the stored texts with as_json, the same query and cursor, and no message", async () => {
+    const queries: unknown[] = [];
+    const rpc = createEventsRpc({
+      list: async () => {
+        throw new Error("list called with as_json");
+      },
+      listJson: async (tenant, q) => {
+        queries.push({ tenant, q });
+        return { events: [eventJson(4), eventJson(5)], hasMore: true };
+      },
+    });
+    const res = await rpc.listEvents(
+      req({ limit: 2, types: ["passport.published"], asJson: true }),
+      call(tenantCtx),
+    );
+    expect(queries).toEqual([
+      { tenant: tenantCtx, q: { after: 0, types: ["passport.published"], limit: 2 } },
+    ]);
+    expect(res).toMatchObject({ events: [], eventJson: ['{"id":"evt_4"}', '{"id":"evt_5"}'], hasMore: true });
+    expect(readFeedCursor({ types: ["passport.published"] }, res.nextCursor)).toBe(5);
+    const empty = createEventsRpc({
+      list: async () => ({ events: [], hasMore: false }),
+      listJson: async () => ({ events: [], hasMore: false }),
+    });
+    const again = await empty.listEvents(
+      req({ cursor: res.nextCursor, types: ["passport.published"], asJson: true }),
+      call(tenantCtx),
+    );
+    expect(again).toMatchObject({ events: [], eventJson: [], hasMore: false });
+    expect(readFeedCursor({ types: ["passport.published"] }, again.nextCursor)).toBe(5);
+  });
+
   it("requires a tenant context", async () => {
-    const rpc = createEventsRpc({ list: async () => ({ events: [], hasMore: false }) });
+    const rpc = createEventsRpc(messages(async () => ({ events: [], hasMore: false })));
     await expect(rpc.listEvents(req({}), call({ requestId: "req_1" }))).rejects.toMatchObject({
       code: "configuration_error",
     });

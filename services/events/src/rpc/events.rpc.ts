@@ -3,10 +3,10 @@ import { DEFAULT_LIMIT, MAX_LIMIT, requireTenant, type CallContext } from "@dpp/
 import { timestampFromDate, type eventsV1 } from "@dpp/proto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { feedCursor, normalizeTypeFilter, readFeedCursor } from "../domain";
-import type { EventsRepository, FeedEvent } from "../store/events.repository";
+import type { EventsRepository, FeedEvent, FeedPage } from "../store/events.repository";
 
 type EventInit = MessageInitShape<typeof eventsV1.EventSchema>;
-type ListEventsResult = { events: EventInit[]; hasMore: boolean; nextCursor: string };
+type ListEventsResult = { events: EventInit[]; eventJson: string[]; hasMore: boolean; nextCursor: string };
 
 export function toProtoEvent(e: FeedEvent): EventInit {
   return {
@@ -19,7 +19,7 @@ export function toProtoEvent(e: FeedEvent): EventInit {
   };
 }
 
-export function createEventsRpc(repo: Pick<EventsRepository, "list">) {
+export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson">) {
   return {
     async listEvents(req: eventsV1.ListEventsRequest, call: CallContext): Promise<ListEventsResult> {
       const tenant = requireTenant(call.ctx);
@@ -27,14 +27,19 @@ export function createEventsRpc(repo: Pick<EventsRepository, "list">) {
       const limit = req.limit > 0 ? Math.min(req.limit, MAX_LIMIT) : DEFAULT_LIMIT;
       const filters = { types: normalizeTypeFilter(req.types) };
       const after = readFeedCursor(filters, req.cursor);
-      const page = await repo.list(tenant, { after, types: filters.types, limit });
-      const last = page.events.length > 0 ? page.events[page.events.length - 1]!.sequence : after;
-      return {
-        events: page.events.map(toProtoEvent),
-        hasMore: page.hasMore,
-        // Always set: an integrator polls forward from here, even from an empty page.
-        nextCursor: feedCursor(filters, last),
-      };
+      const query = { after, types: filters.types, limit };
+      // Always set: an integrator polls forward from here, even from an empty page.
+      const nextCursor = (page: FeedPage<{ sequence: number }>) =>
+        feedCursor(filters, page.events.length > 0 ? page.events[page.events.length - 1]!.sequence : after);
+      if (req.asJson) {
+        const page = await repo.listJson(tenant, query);
+        const eventJson = page.events.map((e) => e.json);
+        return { events: [], eventJson, hasMore: page.hasMore, nextCursor: nextCursor(page) };
+      }
+      // A caller that predates as_json reads messages.
+      const page = await repo.list(tenant, query);
+      const events = page.events.map(toProtoEvent);
+      return { events, eventJson: [], hasMore: page.hasMore, nextCursor: nextCursor(page) };
     },
   };
 }

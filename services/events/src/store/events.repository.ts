@@ -22,14 +22,20 @@
  * an event it then skipped: the transaction is rolled back and the events are
  * appended one by one, where such an event is simply a duplicate.
  *
+ * Each event is stored with its public JSON (`public_json`), rendered here when
+ * it is appended (../domain/event-json.ts): the feed reads that text and the
+ * gateway answers it as it is (`listJson`). `list` reads the columns, for a
+ * gateway that predates it (docs/decisions/0026-event-json-rendered-once.md).
+ *
  * The feed query reads one tenant's feed in sequence order through an index
  * that already holds that order, never a sort of the tenant's events: see
- * `list`.
+ * `pageQuery`.
  */
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { DomainEvent } from "@dpp/contract";
 import type { TenantContext } from "@dpp/kit";
-import type { EventsDB } from "./schema";
+import { eventPublicJson } from "../domain/event-json";
+import type { EventsDB, EventTable } from "./schema";
 
 export interface FeedEvent {
   id: string;
@@ -51,11 +57,27 @@ export interface FeedQuery {
   limit: number;
 }
 
-export interface FeedPage {
-  events: FeedEvent[];
+/** An event of the feed as its public JSON text. */
+export interface FeedEventJson {
+  json: string;
+  sequence: number;
+}
+
+export interface FeedPage<E = FeedEvent> {
+  events: E[];
   /** A further matching event exists now. */
   hasMore: boolean;
 }
+
+/** A DomainEvent with the texts it is stored from. */
+interface Appended {
+  event: DomainEvent;
+  related: string;
+  publicJson: string;
+}
+
+const MESSAGE_COLUMNS = ["event_id", "organization_id", "livemode", "type", "created_at", "related"] as const;
+const JSON_COLUMNS = ["public_json"] as const;
 
 /** Thrown inside a batch's transaction when an insert skipped an event the statement had numbered. */
 class UnforeseenConflict extends Error {}
@@ -71,16 +93,22 @@ export class EventsRepository {
   /**
    * Appends events to their (organization, mode) feeds in one transaction, in
    * the batch's order, dropping those whose id is already known (or repeated
-   * in the batch). Returns one result per event, in order. A data exception
-   * (SQLSTATE class 22) of any event fails the whole batch; the caller appends
-   * the events one by one to find it.
+   * in the batch). Each is stored with its public JSON, rendered here. Returns
+   * one result per event, in order. A data exception (SQLSTATE class 22, or a
+   * created_at the renderer cannot read, which carries 22007) of any event fails
+   * the whole batch; the caller appends the events one by one to find it.
    */
   async appendBatch(events: readonly DomainEvent[]): Promise<AppendResult[]> {
     const first = new Map<string, number>();
     events.forEach((e, i) => {
       if (!first.has(e.id)) first.set(e.id, i);
     });
-    const unique = events.filter((e, i) => first.get(e.id) === i);
+    const unique = events
+      .filter((e, i) => first.get(e.id) === i)
+      .map((event): Appended => {
+        const related = JSON.stringify(event.related);
+        return { event, related, publicJson: eventPublicJson(event, related) };
+      });
     if (unique.length === 0) return [];
     let sequences: Map<string, number>;
     try {
@@ -88,8 +116,8 @@ export class EventsRepository {
     } catch (err) {
       if (!(err instanceof UnforeseenConflict)) throw err;
       sequences = new Map();
-      for (const e of unique) {
-        const one = await this.db.transaction().execute((trx) => insertBatch(trx, [e]));
+      for (const a of unique) {
+        const one = await this.db.transaction().execute((trx) => insertBatch(trx, [a]));
         for (const [id, seq] of one) sequences.set(id, seq);
       }
     }
@@ -118,22 +146,18 @@ export class EventsRepository {
   }
 
   /**
-   * The query of one page of a tenant's feed, oldest first, read in index order whatever the statistics. Without a types
-   * filter: the primary key (organization_id, livemode, sequence) read in order from the cursor, limit + 1
-   * rows. With types: for each type, event_type_idx (organization_id, livemode, type, sequence) read in
-   * order, limit + 1 rows each, merged by sequence (a Merge Append): the rows read are bounded by the page
-   * size times the number of types, never the tenant's whole feed, however rare or common the types are.
+   * The query of one page of a tenant's feed, oldest first, read in index order whatever the statistics, selecting
+   * `columns` (and `sequence`). Without a types filter: the primary key (organization_id, livemode, sequence) read in
+   * order from the cursor, limit + 1 rows. With types: for each type, event_type_idx (organization_id, livemode,
+   * type, sequence) read in order, limit + 1 rows each, merged by sequence (a Merge Append): the rows read are
+   * bounded by the page size times the number of types, never the tenant's whole feed, however rare or common the
+   * types are.
    */
-  listQuery(tenant: TenantContext, q: FeedQuery) {
-    const columns = [
-      "event_id",
-      "organization_id",
-      "livemode",
-      "type",
-      "created_at",
-      "related",
-      "sequence",
-    ] as const;
+  private pageQuery<C extends keyof EventTable & string>(
+    tenant: TenantContext,
+    q: FeedQuery,
+    columns: readonly C[],
+  ) {
     // The page size as a subquery: the planner cannot see its value and plans to read only part of the
     // matching rows, so it reads an index in order and stops, whatever the statistics say (as the
     // passport lists do, docs/decisions/0023).
@@ -141,7 +165,7 @@ export class EventsRepository {
     const page = (type: string | undefined) => {
       let query = this.db
         .selectFrom("event")
-        .select(columns)
+        .select([...columns, "sequence"])
         .where("organization_id", "=", tenant.organizationId)
         .where("livemode", "=", tenant.livemode);
       if (type !== undefined) query = query.where("type", "=", type);
@@ -154,14 +178,23 @@ export class EventsRepository {
     return this.db
       .selectFrom(rest.reduce((u, p) => u.unionAll(p), head!).as("page"))
       .selectAll()
-      .orderBy("sequence", "asc")
+      .orderBy(sql.ref("sequence"), "asc")
       .limit(pageSize);
   }
 
-  /** One page of a tenant's feed, oldest first. */
+  /** The query of `list`. */
+  listQuery(tenant: TenantContext, q: FeedQuery) {
+    return this.pageQuery(tenant, q, MESSAGE_COLUMNS);
+  }
+
+  /** The query of `listJson`. */
+  listJsonQuery(tenant: TenantContext, q: FeedQuery) {
+    return this.pageQuery(tenant, q, JSON_COLUMNS);
+  }
+
+  /** One page of a tenant's feed, oldest first, read from the columns. */
   async list(tenant: TenantContext, q: FeedQuery): Promise<FeedPage> {
-    const compiled = this.listQuery(tenant, q).compile();
-    const { rows } = await this.db.executeQuery(compiled);
+    const { rows } = await this.db.executeQuery(this.listQuery(tenant, q).compile());
     return {
       events: rows.slice(0, q.limit).map((r) => ({
         id: r.event_id,
@@ -175,6 +208,15 @@ export class EventsRepository {
       hasMore: rows.length > q.limit,
     };
   }
+
+  /** One page of a tenant's feed, oldest first, as the events' stored public JSON texts (never parsed). */
+  async listJson(tenant: TenantContext, q: FeedQuery): Promise<FeedPage<FeedEventJson>> {
+    const { rows } = await this.db.executeQuery(this.listJsonQuery(tenant, q).compile());
+    return {
+      events: rows.slice(0, q.limit).map((r) => ({ json: r.public_json, sequence: r.sequence })),
+      hasMore: rows.length > q.limit,
+    };
+  }
 }
 
 /**
@@ -183,8 +225,9 @@ export class EventsRepository {
  */
 async function insertBatch(
   trx: Transaction<EventsDB>,
-  events: readonly DomainEvent[],
+  appended: readonly Appended[],
 ): Promise<Map<string, number>> {
+  const events = appended.map((a) => a.event);
   const feeds = [...new Map(events.map((e) => [`${e.livemode}:${e.organization_id}`, e])).values()];
   await sql`
     select pg_advisory_xact_lock(k.key)
@@ -197,8 +240,9 @@ async function insertBatch(
       select * from unnest(
         ${events.map((e) => e.id)}::text[], ${events.map((e) => e.organization_id)}::text[],
         ${events.map((e) => e.livemode)}::boolean[], ${events.map((e) => e.type)}::text[],
-        ${events.map((e) => e.created_at)}::text[], ${events.map((e) => JSON.stringify(e.related))}::text[])
-        with ordinality as b(event_id, organization_id, livemode, type, created_at, related, n)),
+        ${events.map((e) => e.created_at)}::text[], ${appended.map((a) => a.related)}::text[],
+        ${appended.map((a) => a.publicJson)}::text[])
+        with ordinality as b(event_id, organization_id, livemode, type, created_at, related, public_json, n)),
     fresh as (
       select b.*, row_number() over (partition by b.organization_id, b.livemode order by b.n) as rank
       from batch b
@@ -208,8 +252,8 @@ async function insertBatch(
       from fresh f
       left join feed_counter c on c.organization_id = f.organization_id and c.livemode = f.livemode),
     inserted as (
-      insert into event (organization_id, livemode, sequence, event_id, type, created_at, related)
-      select organization_id, livemode, sequence, event_id, type, created_at::timestamptz, related::jsonb
+      insert into event (organization_id, livemode, sequence, event_id, type, created_at, related, public_json)
+      select organization_id, livemode, sequence, event_id, type, created_at::timestamptz, related::jsonb, public_json
       from numbered order by n
       on conflict (event_id) do nothing
       returning organization_id, livemode, sequence, event_id),

@@ -13,6 +13,8 @@ export interface EventTable {
   /** jsonb: written as JSON text, read as the parsed object. */
   related: ColumnType<Record<string, unknown>, string, never>;
   received_at: Generated<Date>;
+  /** The event's public JSON text, rendered when it was appended (src/domain/event-json.ts); read as it is. */
+  public_json: ColumnType<string, string, never>;
 }
 
 export interface FeedCounterTable {
