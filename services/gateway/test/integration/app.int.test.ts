@@ -592,7 +592,7 @@ describe("query parameters", () => {
   });
 
   it("passes a repeated type of the events feed as a list", async () => {
-    answers.set("listEvents", () => ({ events: [], hasMore: false, nextCursor: "c" }));
+    answers.set("listEvents", () => ({ events: [], eventJson: [], hasMore: false, nextCursor: "c" }));
     const feed = `/v1/organizations/${org.id}/events`;
     await request(`${feed}?type=passport.created&type=passport.updated&limit=10&cursor=c1`, {
       key: keys.test,
@@ -600,9 +600,9 @@ describe("query parameters", () => {
     await request(`${feed}?type=passport.published`, { key: keys.test });
     await request(feed, { key: keys.test });
     expect(calls.map((c) => c.req)).toEqual([
-      { limit: 10, cursor: "c1", types: ["passport.created", "passport.updated"] },
-      { limit: 20, cursor: "", types: ["passport.published"] },
-      { limit: 20, cursor: "", types: [] },
+      { limit: 10, cursor: "c1", types: ["passport.created", "passport.updated"], asJson: true },
+      { limit: 20, cursor: "", types: ["passport.published"], asJson: true },
+      { limit: 20, cursor: "", types: [], asJson: true },
     ]);
   });
 

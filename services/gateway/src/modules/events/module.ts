@@ -1,12 +1,26 @@
 /** The events service's route: the organization's feed. */
 import { parseLimit, type ClientOf } from "@dpp/kit";
 import type { eventsV1 } from "@dpp/proto";
-import { list } from "../../http/json";
+import { list, rawList, RawJson } from "../../http/json";
 import { many, single } from "../../http/request";
 import type { GatewayModule } from "../../http/route";
 import { eventJson } from "./mapping";
 
 export type EventsClient = ClientOf<typeof eventsV1.EventsService>;
+
+/**
+ * A page of the feed as the API answers it. The service answers each event as its public JSON text, rendered
+ * when the event was appended, placed in the page as it is; a service that predates `as_json` answers messages,
+ * mapped here (docs/decisions/0026-event-json-rendered-once.md).
+ */
+export function feedPage(res: eventsV1.ListEventsResponse) {
+  if (res.events.length > 0) return list(res.events.map(eventJson), res.hasMore, res.nextCursor);
+  return rawList(
+    res.eventJson.map((text) => new RawJson(text)),
+    res.hasMore,
+    res.nextCursor,
+  );
+}
 
 export function eventsModule(deps: { client: EventsClient }): GatewayModule {
   const { client } = deps;
@@ -24,10 +38,10 @@ export function eventsModule(deps: { client: EventsClient }): GatewayModule {
         handler: async ({ ctx, query }) => {
           const raw = { limit: single(query, "limit"), cursor: single(query, "cursor") };
           const res = await client.listEvents(
-            { limit: parseLimit(raw.limit), cursor: raw.cursor, types: many(query, "type") },
+            { limit: parseLimit(raw.limit), cursor: raw.cursor, types: many(query, "type"), asJson: true },
             { context: ctx },
           );
-          return { body: list(res.events.map(eventJson), res.hasMore, res.nextCursor) };
+          return { body: feedPage(res) };
         },
       },
     ],
