@@ -1,8 +1,21 @@
 import { ApiError } from "@dpp/contract";
-import { contextFromWire, contextToWire, requireTenant, type RequestContext } from "./context";
+import {
+  contextFromWire,
+  contextToWire,
+  isRequestId,
+  requireTenant,
+  withRequestId,
+  type RequestContext,
+} from "./context";
 
-/** What a service reads back of what a caller wrote: the wire form through JSON, as inside the token. */
-const roundTrip = (ctx: RequestContext) => contextFromWire(JSON.parse(JSON.stringify(contextToWire(ctx))));
+/**
+ * What a service reads back of what a caller wrote: the wire form through JSON, as inside the token,
+ * with the request id that travels beside it.
+ */
+const roundTrip = (ctx: RequestContext) => {
+  const signed = contextFromWire(JSON.parse(JSON.stringify(contextToWire(ctx))));
+  return signed && withRequestId(signed, ctx.requestId);
+};
 
 describe("request context in its wire form (the ctx claim of the signed token)", () => {
   it("round-trips a full tenant context with plan", () => {
@@ -60,11 +73,22 @@ describe("request context in its wire form (the ctx claim of the signed token)",
     expect(back).not.toHaveProperty("plan");
   });
 
-  it("ignores unknown extra fields (a newer caller during a rolling update)", () => {
+  it("leaves the request id and the outcome out of the wire form", () => {
+    const ctx: RequestContext = {
+      requestId: "req_out",
+      organizationId: "org_1",
+      livemode: true,
+      outcome: { idempotentReplayed: true },
+    };
+    const publicCtx: RequestContext = { requestId: "req_pub" };
+    expect(contextToWire(ctx)).toEqual({ organization_id: "org_1", livemode: true });
+    expect(contextToWire(publicCtx)).toEqual({});
+  });
+
+  it("ignores unknown extra fields (a newer caller during a rolling update), a request_id of an older one too", () => {
     expect(
       contextFromWire({ request_id: "req_1", organization_id: "org_1", livemode: true, region: "eu" }),
     ).toEqual({
-      requestId: "req_1",
       organizationId: "org_1",
       livemode: true,
     });
@@ -73,7 +97,6 @@ describe("request context in its wire form (the ctx claim of the signed token)",
   // Nothing is dropped silently: an absent credential kind or limit would read as "unrestricted".
   it.each([
     ["an unknown credential kind", { request_id: "r", credential_kind: "root" }],
-    ["a missing request id", { organization_id: "org_1", livemode: true }],
     ["livemode as text", { request_id: "r", organization_id: "org_1", livemode: "true" }],
     ["an empty organization id", { request_id: "r", organization_id: "", livemode: true }],
     [
@@ -93,6 +116,39 @@ describe("request context in its wire form (the ctx claim of the signed token)",
     ["null", null],
   ])("refuses %s", (_what, wire) => {
     expect(contextFromWire(wire)).toBeUndefined();
+  });
+});
+
+describe("withRequestId", () => {
+  it("gives each call objects of its own, nested ones included", () => {
+    const signed = contextFromWire({
+      organization_id: "org_1",
+      livemode: true,
+      plan: { plan_id: "pro", subscription_status: "active", publish_limit: 5 },
+      idempotency: { key: "k", fingerprint: "f".repeat(64), caller_organization_id: "org_1" },
+    })!;
+    const a = withRequestId(signed, "req_a");
+    const b = withRequestId(signed, "req_b");
+    expect([a.requestId, b.requestId]).toEqual(["req_a", "req_b"]);
+    expect(a).toEqual({ ...b, requestId: "req_a" });
+    a.plan!.publishLimit = 1000;
+    a.idempotency!.key = "other";
+    a.livemode = false;
+    expect(b.plan?.publishLimit).toBe(5);
+    expect(b.idempotency?.key).toBe("k");
+    expect(b.livemode).toBe(true);
+    expect(signed.plan?.publishLimit).toBe(5);
+  });
+});
+
+describe("isRequestId", () => {
+  it("accepts 1 to 200 characters, as the claim did", () => {
+    expect(isRequestId("req_0123456789abcdef01234567")).toBe(true);
+    expect(isRequestId("r".repeat(200))).toBe(true);
+    expect(isRequestId("")).toBe(false);
+    expect(isRequestId("r".repeat(201))).toBe(false);
+    expect(isRequestId(undefined)).toBe(false);
+    expect(isRequestId(7)).toBe(false);
   });
 });
 

@@ -14,11 +14,16 @@ export interface PlanContext {
 
 /**
  * What the gateway established about a request and passes to every service.
- * It travels only inside the signed context token (internal-auth.ts): a
- * service trusts it because the token proves which service wrote it, and never
- * sees API keys.
+ * It travels inside the signed context token (internal-auth.ts), all but the
+ * request id, which goes beside it: a service trusts the context because the
+ * token proves which service wrote it, and never sees API keys.
  */
 export interface RequestContext {
+  /**
+   * The gateway's id of the request (the `Request-Id` of its answer): for logs and the
+   * idempotency record only, never a reason to allow anything. Not signed: it travels beside
+   * the token (docs/decisions/0025-reusable-context-tokens.md).
+   */
   requestId: string;
   /** The organization named in the path (the tenant), absent on public calls. */
   organizationId?: string;
@@ -54,18 +59,35 @@ export interface TenantContext extends RequestContext {
   livemode: boolean;
 }
 
-const id = z.string().min(1).max(200);
+/** The longest identifier the context carries (request id, organization, key, plan, ...). */
+const ID_MAX_LENGTH = 200;
+const id = z.string().min(1).max(ID_MAX_LENGTH);
 const limit = z.number().int().nonnegative();
 
 /**
- * The wire form of a request context: the `ctx` claim of the signed token. Strict:
- * a value of the wrong type or an unknown credential kind makes the whole token
- * malformed (nothing is silently dropped: an absent limit or credential kind would
- * mean "unrestricted" to a service). Unknown extra fields are ignored, so a newer
- * caller may add fields during a rolling update.
+ * Whether `value` can be a request id: the rule the `request_id` claim had, 1 to 200 characters.
+ * It travels beside the signed token (internal-auth.ts, REQUEST_ID_METADATA_KEY), as a gRPC metadata
+ * value, so in practice it is printable ASCII as well.
+ */
+export function isRequestId(value: unknown): value is string {
+  return typeof value === "string" && value.length >= 1 && value.length <= ID_MAX_LENGTH;
+}
+
+/**
+ * What the caller signs of a request context: everything but the request id (which changes with
+ * every request and travels beside the token, so that one token serves many calls) and the outcome
+ * (filled from the answer, never sent).
+ */
+export type SignedContext = Omit<RequestContext, "requestId" | "outcome">;
+
+/**
+ * The wire form of a request context without its request id: the `ctx` claim of the signed token.
+ * Strict: a value of the wrong type or an unknown credential kind makes the whole token malformed
+ * (nothing is silently dropped: an absent limit or credential kind would mean "unrestricted" to a
+ * service). Unknown extra fields are ignored, so a newer caller may add fields during a rolling
+ * update (and a `request_id` left in the claim by an older caller is ignored too).
  */
 export const wireContextSchema = z.object({
-  request_id: id,
   organization_id: id.optional(),
   livemode: z.boolean().optional(),
   key_id: id.optional(),
@@ -90,8 +112,9 @@ export const wireContextSchema = z.object({
 
 export type WireContext = z.infer<typeof wireContextSchema>;
 
-export function contextToWire(ctx: RequestContext): WireContext {
-  const w: WireContext = { request_id: ctx.requestId };
+/** The wire form of what is signed of `ctx`: its request id and outcome are left out. */
+export function contextToWire(ctx: SignedContext): WireContext {
+  const w: WireContext = {};
   if (ctx.organizationId !== undefined) w.organization_id = ctx.organizationId;
   if (ctx.livemode !== undefined) w.livemode = ctx.livemode;
   if (ctx.keyId !== undefined) w.key_id = ctx.keyId;
@@ -114,12 +137,12 @@ export function contextToWire(ctx: RequestContext): WireContext {
   return w;
 }
 
-/** The context of a wire form; undefined when it does not match the schema. */
-export function contextFromWire(value: unknown): RequestContext | undefined {
+/** The signed context of a wire form; undefined when it does not match the schema. */
+export function contextFromWire(value: unknown): SignedContext | undefined {
   const parsed = wireContextSchema.safeParse(value);
   if (!parsed.success) return undefined;
   const w = parsed.data;
-  const ctx: RequestContext = { requestId: w.request_id };
+  const ctx: SignedContext = {};
   if (w.organization_id !== undefined) ctx.organizationId = w.organization_id;
   if (w.livemode !== undefined) ctx.livemode = w.livemode;
   if (w.key_id !== undefined) ctx.keyId = w.key_id;
@@ -139,6 +162,18 @@ export function contextFromWire(value: unknown): RequestContext | undefined {
       callerOrganizationId: i.caller_organization_id,
     };
   }
+  return ctx;
+}
+
+/**
+ * One call's request context: `signed` (which may be shared by many calls, e.g. a cached
+ * verification) with this call's request id, in objects of its own, nested ones included, so
+ * nothing a handler does to its context reaches another call.
+ */
+export function withRequestId(signed: SignedContext, requestId: string): RequestContext {
+  const ctx: RequestContext = { requestId, ...signed };
+  if (signed.plan) ctx.plan = { ...signed.plan };
+  if (signed.idempotency) ctx.idempotency = { ...signed.idempotency };
   return ctx;
 }
 

@@ -27,6 +27,7 @@ import { runIdempotent } from "./idempotency";
 import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
+  REQUEST_ID_METADATA_KEY,
   type ContextSigner,
   type ContextVerifier,
   type RejectionReason,
@@ -56,10 +57,11 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
 
 /** What a handler receives besides its request message. */
 export interface CallContext {
-  /** The request context exactly as the caller signed it. */
+  /** The request context exactly as the caller signed it, with the call's request id: this call's own object. */
   ctx: RequestContext;
   /** The verified name of the calling service ("gateway", "admin"). */
   caller: string;
+  /** The service's logger bound to the call's request id, method and caller (made when first read). */
   log: Logger;
   deadline: grpc.Deadline;
   cancelled: () => boolean;
@@ -217,11 +219,21 @@ export function fromServiceError(err: grpc.ServiceError, target: string, log?: L
   return new ApiError("internal_error", undefined, { reason: "upstream_error", service: target });
 }
 
+/** The one value of a metadata entry; undefined when it is absent, sent twice or not text. */
+function single(md: grpc.Metadata, key: string): string | undefined {
+  const values = md.get(key);
+  return values.length === 1 && typeof values[0] === "string" ? values[0] : undefined;
+}
+
 function verifyCall(verifier: ContextVerifier, md: grpc.Metadata, path: string): Verification {
-  const values = md.get(CONTEXT_METADATA_KEY);
-  if (values.length > 1) return { ok: false, reason: "malformed" };
-  const token = values[0];
-  return verifier.verify(typeof token === "string" ? token : undefined, path);
+  const tokens = md.get(CONTEXT_METADATA_KEY);
+  if (tokens.length > 1) return { ok: false, reason: "malformed" };
+  const token = tokens[0];
+  return verifier.verify(
+    typeof token === "string" ? token : undefined,
+    path,
+    single(md, REQUEST_ID_METADATA_KEY),
+  );
 }
 
 /**
@@ -260,10 +272,13 @@ export function addService<T extends GenServiceMethods>(
         return;
       }
       const { ctx, caller } = verified;
-      const callLog = log.child({ request_id: ctx.requestId, rpc: m.name, caller });
+      // The call's logger is made when something is logged: most calls log nothing.
+      let callLog: Logger | undefined;
+      const logOf = () => (callLog ??= log.child({ request_id: ctx.requestId, rpc: m.name, caller }));
+      const deadline = call.getDeadline();
       // Work whose caller already gave up is not started: its answer could only be lost.
-      if (call.cancelled || deadlinePassed(call.getDeadline())) {
-        callLog.warn("deadline passed before the call started; not started");
+      if (call.cancelled || deadlinePassed(deadline)) {
+        logOf().warn("deadline passed before the call started; not started");
         cb(
           {
             code: grpc.status.DEADLINE_EXCEEDED,
@@ -273,43 +288,45 @@ export function addService<T extends GenServiceMethods>(
         );
         return;
       }
-      // A handler may throw synchronously: the promise chain turns it into a refusal like any other.
-      const run = () =>
-        Promise.resolve()
-          .then(() =>
-            fn(call.request, {
-              ctx,
-              caller,
-              log: callLog,
-              deadline: call.getDeadline(),
-              cancelled: () => call.cancelled,
-            }),
-          )
-          .then((res) => create(m.output, res as MessageInitShape<DescMessage>));
-      const answer =
-        idem && ctx.idempotency
-          ? runIdempotent(
-              {
-                db: idem.db,
-                ctx: requireTenant(ctx),
-                method: path,
-                encode: (r) => toBinary(m.output, r),
-                decode: (b) => fromBinary(m.output, b),
-                onCommitted: idem.onCommitted,
-              },
-              run,
-            )
-          : run().then((response) => ({ response, replayed: false }));
-      answer
-        .then(({ response, replayed }) => {
-          if (replayed) {
-            const md = new grpc.Metadata();
-            md.set(REPLAYED_METADATA_KEY, "true");
-            call.sendMetadata(md);
-          }
-          cb(null, response);
-        })
-        .catch((err: unknown) => cb(toServiceError(err, callLog), null));
+      const callContext: CallContext = {
+        ctx,
+        caller,
+        get log() {
+          return logOf();
+        },
+        deadline,
+        cancelled: () => call.cancelled,
+      };
+      // A handler may throw synchronously: the async function turns it into a refusal like any other.
+      const run = async () =>
+        create(m.output, (await fn(call.request, callContext)) as MessageInitShape<DescMessage>);
+      const fail = (err: unknown) => cb(toServiceError(err, logOf()), null);
+      if (idem && ctx.idempotency) {
+        runIdempotent(
+          {
+            db: idem.db,
+            ctx: requireTenant(ctx),
+            method: path,
+            encode: (r) => toBinary(m.output, r),
+            decode: (b) => fromBinary(m.output, b),
+            onCommitted: idem.onCommitted,
+          },
+          run,
+        )
+          .then(({ response, replayed }) => {
+            if (replayed) {
+              const md = new grpc.Metadata();
+              md.set(REPLAYED_METADATA_KEY, "true");
+              call.sendMetadata(md);
+            }
+            cb(null, response);
+          })
+          .catch(fail);
+      } else {
+        run()
+          .then((response) => cb(null, response))
+          .catch(fail);
+      }
     };
   }
   server.addService(serviceDefinition(desc), handlers);
@@ -370,6 +387,22 @@ function rawClient(desc: DescService, address: string, channelOptions?: grpc.Cha
 }
 
 /**
+ * Starts a call without the stack trace grpc-js records of every call's caller (`new Error()` in
+ * makeUnaryRequest, about as costly as the rest of starting the call): it only ever lengthens the
+ * stack of a failed call's ServiceError, which fromServiceError turns into an ApiError without it.
+ * The call starts synchronously, so the limit is back before any other code runs.
+ */
+function withoutCallerStack<T>(start: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return start();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
  * A typed promise client; every call carries its request context signed for the
  * target service (valid until the call's deadline) and a deadline.
  */
@@ -389,14 +422,20 @@ export function createClient<T extends GenServiceMethods>(
         const deadline = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
         const md = new grpc.Metadata();
         md.set(CONTEXT_METADATA_KEY, signer.sign(o.context, { audience, method, deadline }));
-        const call = raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
-          e ? reject(fromServiceError(e, audience, log)) : resolve(r),
-        ) as unknown as grpc.ClientUnaryCall;
-        // Initial metadata arrives before the answer: a replay is known when the promise resolves.
-        call.on("metadata", (received: grpc.Metadata) => {
-          if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
-            o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
-        });
+        md.set(REQUEST_ID_METADATA_KEY, o.context.requestId);
+        const call = withoutCallerStack(
+          () =>
+            raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
+              e ? reject(fromServiceError(e, audience, log)) : resolve(r),
+            ) as unknown as grpc.ClientUnaryCall,
+        );
+        // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
+        // arrives before the answer: a replay is known when the promise resolves.
+        if (o.context.idempotency)
+          call.on("metadata", (received: grpc.Metadata) => {
+            if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
+              o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
+          });
       });
   }
   return out as PromiseClient<T> & { close(): void };

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { createPrivateKey, sign } from "node:crypto";
+import crypto, { createPrivateKey, sign } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,14 +16,18 @@ import {
   internalAuthServiceEnv,
   MAX_TOKEN_LIFETIME_MS,
   parseTrustedKeys,
+  TOKEN_REUSE_WINDOW_MS,
   publicKeyOf,
   type ContextClaims,
+  type ContextSigner,
   type Verification,
 } from "./internal-auth";
 import { keygenLines } from "./internal-auth-keygen";
 
 const METHOD = "/dpp.passport.v1.PassportService/GetPassport";
 const T0 = 1_750_000_000_000;
+/** The request id of the calls below: it travels beside the token, not in it. */
+const RID = "req_1";
 
 const gateway = generateInternalKeyPair();
 const gatewayNext = generateInternalKeyPair();
@@ -31,7 +35,7 @@ const admin = generateInternalKeyPair();
 const stranger = generateInternalKeyPair();
 
 const ctxA: RequestContext = {
-  requestId: "req_1",
+  requestId: RID,
   organizationId: "org_a",
   livemode: true,
   keyId: "key_1",
@@ -102,28 +106,33 @@ describe("generateInternalKeyPair", () => {
 });
 
 describe("sign and verify", () => {
-  it("accepts a valid token and gives exactly the signed context and the caller", () => {
-    const v = verifier().verify(token(), METHOD);
-    expect(v).toEqual({ ok: true, caller: "gateway", ctx: ctxA, expiresAt: T0 + 5000 });
+  it("accepts a valid token and gives exactly the signed context, the call's request id and the caller", () => {
+    const v = verifier().verify(token(), METHOD, RID);
+    expect(v).toEqual({ ok: true, caller: "gateway", ctx: ctxA, expiresAt: T0 + TOKEN_REUSE_WINDOW_MS });
   });
 
   it("accepts a public context (request id only) and a second trusted caller", () => {
     const v = verifier().verify(
       token({ issuer: "admin", key: admin.privateKey, ctx: { requestId: "r" } }),
       METHOD,
+      "r",
     );
-    expect(v).toEqual({ ok: true, caller: "admin", ctx: { requestId: "r" }, expiresAt: T0 + 5000 });
+    expect(v).toEqual({
+      ok: true,
+      caller: "admin",
+      ctx: { requestId: "r" },
+      expiresAt: T0 + TOKEN_REUSE_WINDOW_MS,
+    });
   });
 
-  it("writes the documented claims, expiring at the deadline and never later than 60 s", () => {
+  it("writes the documented claims without the request id, for the reuse window or a later deadline, never past 60 s", () => {
     expect(claimsOf(token())).toEqual({
       iss: "gateway",
       aud: "passport",
       rpc: METHOD,
       iat: T0,
-      exp: T0 + 5000,
+      exp: T0 + TOKEN_REUSE_WINDOW_MS,
       ctx: {
-        request_id: "req_1",
         organization_id: "org_a",
         livemode: true,
         key_id: "key_1",
@@ -137,15 +146,17 @@ describe("sign and verify", () => {
         },
       },
     });
+    expect(claimsOf(token({ deadline: T0 + 40_000 })).exp).toBe(T0 + 40_000);
     expect(claimsOf(token({ deadline: T0 + 10 * 60_000 })).exp).toBe(T0 + MAX_TOKEN_LIFETIME_MS);
+    expect(TOKEN_REUSE_WINDOW_MS).toBeLessThanOrEqual(MAX_TOKEN_LIFETIME_MS);
   });
 
   it("accepts a token made by hand from the documented format", () => {
     const t = craft(
-      { iss: "gateway", aud: "passport", rpc: METHOD, iat: T0, exp: T0 + 1000, ctx: { request_id: "req_h" } },
+      { iss: "gateway", aud: "passport", rpc: METHOD, iat: T0, exp: T0 + 1000, ctx: {} },
       gateway.privateKey,
     );
-    expect(verifier().verify(t, METHOD)).toEqual({
+    expect(verifier().verify(t, METHOD, "req_h")).toEqual({
       ok: true,
       caller: "gateway",
       ctx: { requestId: "req_h" },
@@ -162,46 +173,47 @@ describe("sign and verify", () => {
       (c) => (c.exp = c.exp + 1),
     ];
     for (const edit of edits)
-      expect(reason(verifier().verify(withClaims(t, edit), METHOD))).toBe("bad_signature");
+      expect(reason(verifier().verify(withClaims(t, edit), METHOD, RID))).toBe("bad_signature");
   });
 
   it("refuses an edited signature", () => {
     const t = token();
     const sig = Buffer.from(t.split(".")[1]!, "base64url");
     sig[10] = sig[10]! ^ 0x01;
-    expect(reason(verifier().verify(`${t.split(".")[0]}.${sig.toString("base64url")}`, METHOD))).toBe(
+    expect(reason(verifier().verify(`${t.split(".")[0]}.${sig.toString("base64url")}`, METHOD, RID))).toBe(
       "bad_signature",
     );
   });
 
   it("refuses a trusted name signed with a key the service does not hold", () => {
-    const v = verifier().verify(token({ key: stranger.privateKey }), METHOD);
+    const v = verifier().verify(token({ key: stranger.privateKey }), METHOD, RID);
     expect(v).toEqual({ ok: false, reason: "bad_signature", claimedIssuer: "gateway" });
   });
 
   it("refuses an issuer the service does not trust, whatever its key", () => {
-    const v = verifier().verify(token({ issuer: "imports", key: stranger.privateKey }), METHOD);
+    const v = verifier().verify(token({ issuer: "imports", key: stranger.privateKey }), METHOD, RID);
     expect(v).toEqual({ ok: false, reason: "untrusted_issuer", claimedIssuer: "imports" });
     // a caller trusted by another service is not trusted here
     const onlyGateway = verifier({ gateway: [gateway.publicKey], admin: [] });
-    expect(reason(onlyGateway.verify(token({ issuer: "admin", key: admin.privateKey }), METHOD))).toBe(
+    expect(reason(onlyGateway.verify(token({ issuer: "admin", key: admin.privateKey }), METHOD, RID))).toBe(
       "untrusted_issuer",
     );
   });
 
   it("refuses a token meant for another service or another method", () => {
-    expect(reason(verifier().verify(token({ aud: "events" }), METHOD))).toBe("wrong_audience");
-    expect(reason(verifier().verify(token(), "/dpp.passport.v1.PassportService/PublishPassport"))).toBe(
+    expect(reason(verifier().verify(token({ aud: "events" }), METHOD, RID))).toBe("wrong_audience");
+    expect(reason(verifier().verify(token(), "/dpp.passport.v1.PassportService/PublishPassport", RID))).toBe(
       "wrong_method",
     );
   });
 
   it("refuses an expired token, allowing 5 s of clock skew", () => {
     const t = token({ deadline: T0 + 1000 });
-    clock = T0 + 1000 + 5000;
-    expect(reason(verifier().verify(t, METHOD))).toBe("ok");
-    clock = T0 + 1000 + 5001;
-    expect(reason(verifier().verify(t, METHOD))).toBe("expired");
+    const { exp } = claimsOf(t);
+    clock = exp + 5000;
+    expect(reason(verifier().verify(t, METHOD, RID))).toBe("ok");
+    clock = exp + 5001;
+    expect(reason(verifier().verify(t, METHOD, RID))).toBe("expired");
   });
 
   it("refuses a token issued in the future beyond the skew allowance", () => {
@@ -210,21 +222,21 @@ describe("sign and verify", () => {
     clock = T0 + 5001;
     const beyond = token({ deadline: T0 + 10_000 });
     clock = T0;
-    expect(reason(verifier().verify(within, METHOD))).toBe("ok");
-    expect(reason(verifier().verify(beyond, METHOD))).toBe("issued_in_future");
+    expect(reason(verifier().verify(within, METHOD, RID))).toBe("ok");
+    expect(reason(verifier().verify(beyond, METHOD, RID))).toBe("issued_in_future");
   });
 
   it("refuses a trusted caller's token that lives longer than 60 s or ends before it starts", () => {
-    const base = { iss: "gateway", aud: "passport", rpc: METHOD, iat: T0, ctx: { request_id: "r" } };
+    const base = { iss: "gateway", aud: "passport", rpc: METHOD, iat: T0, ctx: {} };
     const long = craft({ ...base, exp: T0 + MAX_TOKEN_LIFETIME_MS + 1 }, gateway.privateKey);
     const inverted = craft({ ...base, exp: T0 - 1 }, gateway.privateKey);
-    expect(reason(verifier().verify(long, METHOD))).toBe("bad_lifetime");
-    expect(reason(verifier().verify(inverted, METHOD))).toBe("bad_lifetime");
+    expect(reason(verifier().verify(long, METHOD, RID))).toBe("bad_lifetime");
+    expect(reason(verifier().verify(inverted, METHOD, RID))).toBe("bad_lifetime");
   });
 
   it("refuses a missing token", () => {
-    expect(verifier().verify(undefined, METHOD)).toEqual({ ok: false, reason: "missing" });
-    expect(verifier().verify("", METHOD)).toEqual({ ok: false, reason: "missing" });
+    expect(verifier().verify(undefined, METHOD, RID)).toEqual({ ok: false, reason: "missing" });
+    expect(verifier().verify("", METHOD, RID)).toEqual({ ok: false, reason: "missing" });
   });
 
   it.each([
@@ -236,22 +248,23 @@ describe("sign and verify", () => {
     ["claims without an issuer", `${Buffer.from('{"aud":"passport"}').toString("base64url")}.AAAA`],
     ["a huge value", `${"A".repeat(9000)}.AAAA`],
   ])("refuses a malformed token: %s", (_what, t) => {
-    expect(reason(verifier().verify(t, METHOD))).toBe("malformed");
+    expect(reason(verifier().verify(t, METHOD, RID))).toBe("malformed");
   });
 
   it("refuses a well-signed token whose claims do not match the schema", () => {
     const base = { iss: "gateway", aud: "passport", rpc: METHOD, iat: T0, exp: T0 + 1000 };
-    const badCtx = craft({ ...base, ctx: { request_id: "r", credential_kind: "root" } }, gateway.privateKey);
+    const badCtx = craft({ ...base, ctx: { credential_kind: "root" } }, gateway.privateKey);
     const noCtx = craft(base, gateway.privateKey);
-    const textTime = craft({ ...base, exp: String(T0 + 1000), ctx: { request_id: "r" } }, gateway.privateKey);
-    for (const t of [badCtx, noCtx, textTime]) expect(reason(verifier().verify(t, METHOD))).toBe("malformed");
+    const textTime = craft({ ...base, exp: String(T0 + 1000), ctx: {} }, gateway.privateKey);
+    for (const t of [badCtx, noCtx, textTime])
+      expect(reason(verifier().verify(t, METHOD, RID))).toBe("malformed");
   });
 
   it("accepts every key of a caller while a key is rotated", () => {
     const v = verifier({ gateway: [gatewayNext.publicKey, gateway.publicKey], admin: [] });
-    expect(reason(v.verify(token({ key: gateway.privateKey }), METHOD))).toBe("ok");
-    expect(reason(v.verify(token({ key: gatewayNext.privateKey }), METHOD))).toBe("ok");
-    expect(reason(v.verify(token({ key: admin.privateKey }), METHOD))).toBe("bad_signature");
+    expect(reason(v.verify(token({ key: gateway.privateKey }), METHOD, RID))).toBe("ok");
+    expect(reason(v.verify(token({ key: gatewayNext.privateKey }), METHOD, RID))).toBe("ok");
+    expect(reason(v.verify(token({ key: admin.privateKey }), METHOD, RID))).toBe("bad_signature");
     expect(v.callers).toEqual(["gateway"]);
   });
 
@@ -262,6 +275,219 @@ describe("sign and verify", () => {
     ).toThrow(/invalid service name/);
     expect(() => createContextVerifier({ audience: "passport", trusted: { gateway: ["short"] } })).toThrow();
     expect(() => createContextSigner({ issuer: "gateway", privateKey: "short" })).toThrow(/seed/);
+  });
+});
+
+describe("the request id beside the token", () => {
+  it("gives each call the request id it carried, whatever the token", () => {
+    const t = token();
+    const v = verifier();
+    expect(v.verify(t, METHOD, "req_first")).toMatchObject({ ok: true, ctx: { requestId: "req_first" } });
+    expect(v.verify(t, METHOD, "req_second")).toMatchObject({ ok: true, ctx: { requestId: "req_second" } });
+    expect(reason(v.verify(t, METHOD, "r".repeat(200)))).toBe("ok");
+  });
+
+  it.each([
+    ["absent (or sent twice)", undefined],
+    ["empty", ""],
+    ["longer than 200 characters", "r".repeat(201)],
+  ])("refuses a call whose request id is %s, as a malformed claim was, naming the issuer", (_what, rid) => {
+    expect(verifier().verify(token(), METHOD, rid)).toEqual({
+      ok: false,
+      reason: "malformed",
+      claimedIssuer: "gateway",
+    });
+  });
+
+  it("ignores a request_id left inside the signed context by a caller of the previous version", () => {
+    const t = craft(
+      {
+        iss: "gateway",
+        aud: "passport",
+        rpc: METHOD,
+        iat: T0,
+        exp: T0 + 1000,
+        ctx: { request_id: "req_old" },
+      },
+      gateway.privateKey,
+    );
+    expect(verifier().verify(t, METHOD, "req_beside")).toMatchObject({
+      ok: true,
+      ctx: { requestId: "req_beside" },
+    });
+    expect(reason(verifier().verify(t, METHOD, undefined))).toBe("malformed");
+  });
+});
+
+describe("reused tokens", () => {
+  const signer = () => signerOf("gateway", gateway.privateKey);
+  const sign = (
+    s: ContextSigner,
+    o: { ctx?: RequestContext; method?: string; aud?: string; deadline?: number } = {},
+  ) =>
+    s.sign(o.ctx ?? ctxA, {
+      audience: o.aud ?? "passport",
+      method: o.method ?? METHOD,
+      deadline: o.deadline ?? clock + 5000,
+    });
+
+  it("signs once for calls with the same audience, method and context, whatever their request ids", () => {
+    const s = signer();
+    const first = sign(s, { ctx: { ...ctxA, requestId: "req_a" } });
+    clock += 1000;
+    const second = sign(s, { ctx: { ...ctxA, requestId: "req_b" } });
+    expect(second).toBe(first);
+    expect(s.cached).toBe(1);
+    const v = verifier();
+    expect(v.verify(first, METHOD, "req_a")).toMatchObject({
+      ok: true,
+      ctx: { ...ctxA, requestId: "req_a" },
+    });
+    expect(v.verify(second, METHOD, "req_b")).toMatchObject({
+      ok: true,
+      ctx: { ...ctxA, requestId: "req_b" },
+    });
+  });
+
+  it("signs anew for another method, audience or context", () => {
+    const s = signer();
+    const base = sign(s);
+    const others = [
+      sign(s, { method: "/dpp.passport.v1.PassportService/ListPassports" }),
+      sign(s, { aud: "events" }),
+      sign(s, { ctx: { ...ctxA, organizationId: "org_b" } }),
+      sign(s, { ctx: { ...ctxA, livemode: false } }),
+      sign(s, { ctx: { ...ctxA, plan: { ...ctxA.plan!, publishLimit: 51 } } }),
+    ];
+    expect(new Set([base, ...others]).size).toBe(6);
+    expect(s.cached).toBe(6);
+  });
+
+  it("signs anew once the kept token no longer lives until the call's deadline", () => {
+    const s = signer();
+    const first = sign(s);
+    const { exp } = claimsOf(first);
+    clock = exp - 5000;
+    expect(sign(s, { deadline: exp })).toBe(first);
+    expect(sign(s, { deadline: exp + 1 })).not.toBe(first);
+    const second = sign(s, { deadline: exp + 1 });
+    expect(claimsOf(second)).toMatchObject({ iat: exp - 5000, exp: exp - 5000 + TOKEN_REUSE_WINDOW_MS });
+    // A deadline beyond the longest lifetime always gets a token of its own, as long as allowed.
+    const far = sign(s, { deadline: clock + 10 * 60_000 });
+    expect(claimsOf(far).exp).toBe(clock + MAX_TOKEN_LIFETIME_MS);
+    clock += 1;
+    expect(sign(s, { deadline: clock + 10 * 60_000 })).not.toBe(far);
+  });
+
+  it("does not keep the token of a context with an Idempotency-Key: it expires at the deadline", () => {
+    const s = signer();
+    const write: RequestContext = {
+      ...ctxA,
+      idempotency: { key: "k1", fingerprint: "a".repeat(64), callerOrganizationId: "org_a" },
+    };
+    const t = sign(s, { ctx: write, deadline: T0 + 5000 });
+    expect(claimsOf(t)).toMatchObject({ iat: T0, exp: T0 + 5000 });
+    expect(s.cached).toBe(0);
+    const v = verifier();
+    expect(v.verify(t, METHOD, RID)).toMatchObject({ ok: true, ctx: write });
+    expect(v.cached).toBe(0);
+  });
+
+  it("keeps a verified token and still checks the method, the expiry and the issue time on every call", () => {
+    const v = verifier();
+    const t = sign(signer());
+    const { exp } = claimsOf(t);
+    expect(reason(v.verify(t, METHOD, "req_1"))).toBe("ok");
+    expect(v.cached).toBe(1);
+    expect(v.verify(t, "/dpp.passport.v1.PassportService/PublishPassport", "req_2")).toEqual({
+      ok: false,
+      reason: "wrong_method",
+      claimedIssuer: "gateway",
+    });
+    expect(reason(v.verify(t, METHOD, undefined))).toBe("malformed");
+    clock = T0 - 5001;
+    expect(reason(v.verify(t, METHOD, "req_3"))).toBe("issued_in_future");
+    clock = exp + 5000;
+    expect(reason(v.verify(t, METHOD, "req_4"))).toBe("ok");
+    clock = exp + 5001;
+    expect(reason(v.verify(t, METHOD, "req_5"))).toBe("expired");
+    expect(v.cached).toBe(0);
+  });
+
+  it("checks the signature of a kept token once", () => {
+    const v = verifier();
+    const t = sign(signer());
+    const checks = jest.spyOn(crypto, "verify");
+    try {
+      for (let i = 0; i < 5; i++) expect(reason(v.verify(t, METHOD, `req_${i}`))).toBe("ok");
+      expect(checks).toHaveBeenCalledTimes(1);
+    } finally {
+      checks.mockRestore();
+    }
+  });
+
+  it("keeps no refused token", () => {
+    const v = verifier();
+    const t = sign(signer());
+    expect(reason(v.verify(t, "/dpp.passport.v1.PassportService/PublishPassport", RID))).toBe("wrong_method");
+    expect(reason(v.verify(t, METHOD, undefined))).toBe("malformed");
+    expect(reason(v.verify(token({ key: stranger.privateKey }), METHOD, RID))).toBe("bad_signature");
+    expect(reason(v.verify(token({ aud: "events" }), METHOD, RID))).toBe("wrong_audience");
+    expect(v.cached).toBe(0);
+    expect(reason(v.verify(t, METHOD, RID))).toBe("ok");
+    expect(v.cached).toBe(1);
+  });
+
+  it("gives every call a context of its own: what one handler changes no other call sees", () => {
+    const v = verifier();
+    const t = sign(signer());
+    const first = v.verify(t, METHOD, "req_a");
+    const second = v.verify(t, METHOD, "req_b");
+    if (!first.ok || !second.ok) throw new Error("expected both calls to verify");
+    first.ctx.organizationId = "org_changed";
+    first.ctx.plan!.publishLimit = 1_000_000;
+    expect(second.ctx).toEqual({ ...ctxA, requestId: "req_b" });
+    expect(v.verify(t, METHOD, "req_c")).toMatchObject({ ok: true, ctx: { ...ctxA, requestId: "req_c" } });
+  });
+
+  it("keeps at most cacheSize tokens on either side, the oldest forgotten first", () => {
+    const s = createContextSigner({ issuer: "gateway", privateKey: gateway.privateKey, now, cacheSize: 3 });
+    const v = createContextVerifier({
+      audience: "passport",
+      trusted: { gateway: [gateway.publicKey] },
+      now,
+      cacheSize: 3,
+    });
+    const ctxOf = (i: number): RequestContext => ({ ...ctxA, organizationId: `org_${i}` });
+    const first = sign(s, { ctx: ctxOf(0) });
+    for (let i = 0; i < 5; i++) {
+      expect(reason(v.verify(sign(s, { ctx: ctxOf(i) }), METHOD, RID))).toBe("ok");
+      clock += 1;
+    }
+    expect(s.cached).toBe(3);
+    expect(v.cached).toBe(3);
+    // The first context's token was forgotten: it is signed anew (a later issue time).
+    expect(sign(s, { ctx: ctxOf(0) })).not.toBe(first);
+    expect(sign(s, { ctx: ctxOf(4) })).toBe(sign(s, { ctx: ctxOf(4) }));
+    // A size of 0 keeps nothing: every call signs and verifies in full.
+    const none = createContextSigner({
+      issuer: "gateway",
+      privateKey: gateway.privateKey,
+      now,
+      cacheSize: 0,
+    });
+    sign(none);
+    expect(none.cached).toBe(0);
+  });
+
+  it("forgets expired tokens as new ones are kept", () => {
+    const s = signer();
+    const v = verifier();
+    expect(reason(v.verify(sign(s), METHOD, RID))).toBe("ok");
+    clock += TOKEN_REUSE_WINDOW_MS + 5001;
+    expect(reason(v.verify(sign(s, { ctx: { ...ctxA, organizationId: "org_b" } }), METHOD, RID))).toBe("ok");
+    expect(s.cached).toBe(1);
+    expect(v.cached).toBe(1);
   });
 });
 
@@ -317,7 +543,7 @@ describe("environment", () => {
     });
     expect(parseTrustedKeys(formatTrustedKeys(trusted))).toEqual(trusted);
     const v = createContextVerifier({ audience: "passport", trusted, now });
-    expect(reason(v.verify(token(), METHOD))).toBe("ok");
+    expect(reason(v.verify(token(), METHOD, RID))).toBe("ok");
   });
 
   it("names every bad entry of the trusted keys", () => {
@@ -360,7 +586,7 @@ describe("internal-auth-keygen", () => {
       trusted: service.INTERNAL_AUTH_TRUSTED_KEYS,
       now,
     });
-    expect(v.verify(signed, METHOD)).toMatchObject({ ok: true, caller: "admin", ctx: ctxA });
+    expect(v.verify(signed, METHOD, RID)).toMatchObject({ ok: true, caller: "admin", ctx: ctxA });
   });
 
   it("refuses a caller name that no service could trust", () => {

@@ -1,18 +1,24 @@
 /**
  * Internal authentication: a service trusts a request context only when the
- * call proves which service sent it (docs/decisions/0012-internal-authentication.md).
+ * call proves which service sent it (docs/decisions/0012-internal-authentication.md,
+ * tokens reused across calls: docs/decisions/0025-reusable-context-tokens.md).
  *
  * The context travels only inside one signed token, in the gRPC metadata entry
- * `x-dpp-context`:
+ * `x-dpp-context`, all but the request id, which goes beside it in `x-dpp-request-id`:
  *
  *   base64url(claims JSON) "." base64url(Ed25519 signature over those exact bytes)
  *   claims = { iss: caller name, aud: target service name, rpc: "/pkg.Service/Method",
- *              iat, exp (ms since epoch), ctx: the request context (context.ts, wire form) }
+ *              iat, exp (ms since epoch), ctx: the request context without its request id
+ *              (context.ts, wire form) }
  *
  * A call whose token is missing, malformed, signed by a caller or key the
  * service does not trust, meant for another service or method, expired or issued
- * in the future is answered UNAUTHENTICATED and its handler never runs. The token
- * lives at most until the call's deadline and never longer than 60 s.
+ * in the future, or whose request id is absent or not 1 to 200 characters, is
+ * answered UNAUTHENTICATED and its handler never runs. A token lives 30 s (or
+ * until a later deadline) and never longer than 60 s; the signer reuses it for
+ * the calls with the same audience, method and context while it outlives their
+ * deadlines, and the verifier checks its signature once and its method, expiry
+ * and issue time on every call.
  *
  * The kit's service template (service.ts) does all of the wiring below: a gRPC
  * service verifies with its own name as the audience and INTERNAL_AUTH_TRUSTED_KEYS;
@@ -26,7 +32,7 @@
  *     trusted: config.INTERNAL_AUTH_TRUSTED_KEYS,     // "gateway:<public key>,admin:<public key>"
  *   });
  *   addService(server, passportV1.PassportService, impl, log, verifier);   // verifier is required
- *   // a handler reads call.ctx (exactly what the caller signed) and call.caller ("gateway")
+ *   // a handler reads call.ctx (what the caller signed, with the call's request id) and call.caller ("gateway")
  *
  * WIRING A CALLER (it makes calls):
  *
@@ -35,7 +41,9 @@
  *   const passport = createClient(passportV1.PassportService, config.PASSPORT_ADDR, {
  *     signer, audience: "passport", deadlineMs: config.GRPC_DEADLINE_MS, log,
  *   });
- *   // every call signs its { context } for "passport", valid until the call's deadline
+ *   // every call carries its { context } signed for "passport", valid at least until the call's
+ *   // deadline (a token signed earlier for the same method and context when it still is), and
+ *   // the context's request id beside it
  *
  * PROBES: grpc.health.v1.Health stays open (Kubernetes cannot sign); use
  * createHealthClient(address) from grpc.ts, which sends no token.
@@ -68,10 +76,20 @@ import {
 } from "node:crypto";
 import fs from "node:fs";
 import { z } from "zod";
-import { contextFromWire, contextToWire, type RequestContext, type WireContext } from "./context";
+import {
+  contextFromWire,
+  contextToWire,
+  isRequestId,
+  withRequestId,
+  type RequestContext,
+  type SignedContext,
+  type WireContext,
+} from "./context";
 
 /** The one metadata entry that carries the signed context. */
 export const CONTEXT_METADATA_KEY = "x-dpp-context";
+/** The metadata entry that carries the call's request id, beside the token and not signed. */
+export const REQUEST_ID_METADATA_KEY = "x-dpp-request-id";
 /** No token lives longer than this, whatever the call's deadline. */
 export const MAX_TOKEN_LIFETIME_MS = 60_000;
 /** How far the caller's and the service's clocks may disagree. */
@@ -142,41 +160,117 @@ export interface SignOptions {
   audience: string;
   /** The full gRPC method path, "/dpp.passport.v1.PassportService/GetPassport". */
   method: string;
-  /** The call's deadline (ms since epoch); the token expires then, or after 60 s if sooner. */
+  /**
+   * The call's deadline (ms since epoch): the token is valid at least until then (never longer than
+   * 60 s). Without one, the token must live the longest lifetime.
+   */
   deadline?: number;
 }
 
 export interface ContextSigner {
   readonly issuer: string;
-  /** The metadata value that proves this caller sent `ctx` to `audience` for `method`. */
-  sign(ctx: RequestContext, options: SignOptions): string;
+  /**
+   * The metadata value that proves this caller sent `ctx` (all of it but its request id, which
+   * travels beside the token) to `audience` for `method`. A token signed earlier for the same
+   * audience, method and context is given again while it stays valid past the deadline.
+   */
+  sign(ctx: SignedContext, options: SignOptions): string;
+  /** How many tokens are kept for reuse (at most the `cacheSize` the signer was built with). */
+  readonly cached: number;
 }
 
-/** A signer for one caller; the private key is imported once. */
+interface Minted {
+  token: string;
+  exp: number;
+}
+
+/**
+ * A map of at most `max` entries that forgets the oldest first. Entries are put in the order
+ * they were made, which is also (nearly) the order they expire in: `put` first drops expired
+ * entries from the front, then the oldest while the map is full.
+ */
+class BoundedCache<V extends { exp: number }> {
+  private readonly entries = new Map<string, V>();
+
+  constructor(
+    readonly max: number,
+    /** How long past its `exp` an entry is still of use. */
+    private readonly graceMs: number,
+  ) {
+    if (!Number.isInteger(max) || max < 0) throw new Error(`cache size must be an integer ≥ 0, got ${max}`);
+  }
+
+  get(key: string): V | undefined {
+    return this.entries.get(key);
+  }
+
+  put(key: string, value: V, now: number): void {
+    if (this.max === 0) return;
+    this.entries.delete(key);
+    for (const [k, v] of this.entries) {
+      if (v.exp + this.graceMs >= now && this.entries.size < this.max) break;
+      this.entries.delete(k);
+    }
+    this.entries.set(key, value);
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/** A minted token lives this long (or until a later deadline, within 60 s) and is reused meanwhile. */
+export const TOKEN_REUSE_WINDOW_MS = 30_000;
+/** How many tokens a signer keeps, and how many verified tokens a verifier keeps, by default. */
+export const DEFAULT_TOKEN_CACHE_SIZE = 1000;
+
+/**
+ * A signer for one caller; the private key is imported once. A token is minted for a window of
+ * TOKEN_REUSE_WINDOW_MS (or until the call's deadline when that is later, never past 60 s) and
+ * kept, by audience, method and context, for the calls that follow while it lives past their
+ * deadlines. A context with an Idempotency-Key belongs to one write: its token expires at the
+ * call's deadline and is not kept.
+ */
 export function createContextSigner(o: {
   issuer: string;
   privateKey: string;
   now?: () => number;
+  /** How many tokens are kept for reuse (0: none, every call signs). */
+  cacheSize?: number;
 }): ContextSigner {
   if (!NAME.test(o.issuer)) throw new Error(`invalid caller name ${JSON.stringify(o.issuer)}`);
   const key = importPrivateKey(o.privateKey);
   const now = o.now ?? Date.now;
+  const cache = new BoundedCache<Minted>(o.cacheSize ?? DEFAULT_TOKEN_CACHE_SIZE, 0);
+  const mint = (claims: ContextClaims): string => {
+    const payload = Buffer.from(JSON.stringify(claims), "utf8");
+    return `${payload.toString("base64url")}.${sign(null, payload, key).toString("base64url")}`;
+  };
   return {
     issuer: o.issuer,
+    get cached() {
+      return cache.size;
+    },
     sign(ctx, { audience, method, deadline }) {
       const iat = now();
       const latest = iat + MAX_TOKEN_LIFETIME_MS;
-      const exp = Math.max(iat, Math.min(deadline ?? latest, latest));
-      const claims: ContextClaims = {
-        iss: o.issuer,
-        aud: audience,
-        rpc: method,
-        iat,
-        exp,
-        ctx: contextToWire(ctx),
-      };
-      const payload = Buffer.from(JSON.stringify(claims), "utf8");
-      return `${payload.toString("base64url")}.${sign(null, payload, key).toString("base64url")}`;
+      const until = deadline ?? latest;
+      const wire = contextToWire(ctx);
+      if (ctx.idempotency) {
+        const exp = Math.max(iat, Math.min(until, latest));
+        return mint({ iss: o.issuer, aud: audience, rpc: method, iat, exp, ctx: wire });
+      }
+      const cacheKey = `${audience} ${method} ${JSON.stringify(wire)}`;
+      const hit = cache.get(cacheKey);
+      if (hit && hit.exp >= until) return hit.token;
+      const exp = Math.min(Math.max(iat + TOKEN_REUSE_WINDOW_MS, until), latest);
+      const token = mint({ iss: o.issuer, aud: audience, rpc: method, iat, exp, ctx: wire });
+      cache.put(cacheKey, { token, exp }, iat);
+      return token;
     },
   };
 }
@@ -202,8 +296,14 @@ export interface ContextVerifier {
   readonly audience: string;
   /** Names of the trusted callers. */
   readonly callers: readonly string[];
-  /** Checks one call's token (`undefined` when the call carried none) for `method`. */
-  verify(token: string | undefined, method: string): Verification;
+  /**
+   * Checks one call: its token (`undefined` when the call carried none) for `method`, and its
+   * request id (`undefined` when absent or sent twice), which must be 1 to 200 characters. The
+   * context given back is the call's own object.
+   */
+  verify(token: string | undefined, method: string, requestId: string | undefined): Verification;
+  /** How many verified tokens are kept (at most the `cacheSize` the verifier was built with). */
+  readonly cached: number;
 }
 
 const claimsSchema = z.object({
@@ -215,12 +315,35 @@ const claimsSchema = z.object({
   ctx: z.unknown(),
 });
 
-/** A verifier for one service; every trusted public key is imported once. */
+/** What a token proves once its signature, claims and audience have been checked. */
+interface Proven {
+  caller: string;
+  rpc: string;
+  iat: number;
+  exp: number;
+  /** Frozen: shared by every call that presents the token; each call gets a copy (withRequestId). */
+  ctx: Readonly<SignedContext>;
+}
+
+function deepFreeze<T extends object>(value: T): Readonly<T> {
+  for (const v of Object.values(value)) if (v !== null && typeof v === "object") deepFreeze(v as object);
+  return Object.freeze(value);
+}
+
+/**
+ * A verifier for one service; every trusted public key is imported once. A token that passed every
+ * check is kept (by its exact text, up to `cacheSize`, while it lives) so that its signature,
+ * claims and context are checked and parsed once; what depends on the call or the time (the
+ * method, expiry and issue time with the clock skew, the request id) is checked on every call.
+ * A refused token is never kept.
+ */
 export function createContextVerifier(o: {
   audience: string;
   trusted: TrustedKeys;
   clockSkewMs?: number;
   now?: () => number;
+  /** How many verified tokens are kept (0: none, every call verifies its signature). */
+  cacheSize?: number;
 }): ContextVerifier {
   if (!NAME.test(o.audience)) throw new Error(`invalid service name ${JSON.stringify(o.audience)}`);
   const keys = new Map<string, KeyObject[]>();
@@ -231,46 +354,70 @@ export function createContextVerifier(o: {
   if (keys.size === 0) throw new Error(`${o.audience} trusts no caller: give it at least one public key`);
   const skew = o.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
   const now = o.now ?? Date.now;
+  const cache = new BoundedCache<Proven>(o.cacheSize ?? DEFAULT_TOKEN_CACHE_SIZE, skew);
   const refuse = (reason: RejectionReason, claimedIssuer?: string): Verification =>
     claimedIssuer === undefined ? { ok: false, reason } : { ok: false, reason, claimedIssuer };
+
+  /** The checks that depend on the token alone: format, issuer, signature, claims, audience. */
+  function prove(token: string): Proven | Verification {
+    if (token.length > MAX_TOKEN_LENGTH) return refuse("malformed");
+    const parts = token.split(".");
+    if (parts.length !== 2 || !SEGMENT.test(parts[0]!) || !SEGMENT.test(parts[1]!))
+      return refuse("malformed");
+    const payload = Buffer.from(parts[0]!, "base64url");
+    const signature = Buffer.from(parts[1]!, "base64url");
+    let raw: unknown;
+    try {
+      raw = JSON.parse(payload.toString("utf8"));
+    } catch {
+      return refuse("malformed");
+    }
+    // The issuer picks the keys to try; nothing else is believed before the signature holds.
+    const iss = raw !== null && typeof raw === "object" ? (raw as { iss?: unknown }).iss : undefined;
+    if (typeof iss !== "string") return refuse("malformed");
+    const candidates = keys.get(iss);
+    if (!candidates) return refuse("untrusted_issuer", iss.slice(0, 64));
+    if (signature.length !== 64 || !candidates.some((k) => verify(null, payload, k, signature)))
+      return refuse("bad_signature", iss);
+
+    const claims = claimsSchema.safeParse(raw);
+    if (!claims.success) return refuse("malformed", iss);
+    const { aud, rpc, iat, exp } = claims.data;
+    const ctx = contextFromWire(claims.data.ctx);
+    if (!ctx) return refuse("malformed", iss);
+    if (aud !== o.audience) return refuse("wrong_audience", iss);
+    return { caller: iss, rpc, iat, exp, ctx: deepFreeze(ctx) };
+  }
 
   return {
     audience: o.audience,
     callers: [...keys.keys()],
-    verify(token, method) {
+    get cached() {
+      return cache.size;
+    },
+    verify(token, method, requestId) {
       if (token === undefined || token === "") return refuse("missing");
-      if (token.length > MAX_TOKEN_LENGTH) return refuse("malformed");
-      const parts = token.split(".");
-      if (parts.length !== 2 || !SEGMENT.test(parts[0]!) || !SEGMENT.test(parts[1]!))
-        return refuse("malformed");
-      const payload = Buffer.from(parts[0]!, "base64url");
-      const signature = Buffer.from(parts[1]!, "base64url");
-      let raw: unknown;
-      try {
-        raw = JSON.parse(payload.toString("utf8"));
-      } catch {
-        return refuse("malformed");
+      const kept = cache.get(token);
+      let proven: Proven;
+      if (kept) proven = kept;
+      else {
+        const p = prove(token);
+        if ("ok" in p) return p;
+        proven = p;
       }
-      // The issuer picks the keys to try; nothing else is believed before the signature holds.
-      const iss = raw !== null && typeof raw === "object" ? (raw as { iss?: unknown }).iss : undefined;
-      if (typeof iss !== "string") return refuse("malformed");
-      const candidates = keys.get(iss);
-      if (!candidates) return refuse("untrusted_issuer", iss.slice(0, 64));
-      if (signature.length !== 64 || !candidates.some((k) => verify(null, payload, k, signature)))
-        return refuse("bad_signature", iss);
-
-      const claims = claimsSchema.safeParse(raw);
-      if (!claims.success) return refuse("malformed", iss);
-      const { aud, rpc, iat, exp } = claims.data;
-      const ctx = contextFromWire(claims.data.ctx);
-      if (!ctx) return refuse("malformed", iss);
-      if (aud !== o.audience) return refuse("wrong_audience", iss);
-      if (rpc !== method) return refuse("wrong_method", iss);
-      if (exp < iat || exp - iat > MAX_TOKEN_LIFETIME_MS) return refuse("bad_lifetime", iss);
+      const { caller, rpc, iat, exp } = proven;
+      if (rpc !== method) return refuse("wrong_method", caller);
+      if (exp < iat || exp - iat > MAX_TOKEN_LIFETIME_MS) return refuse("bad_lifetime", caller);
       const t = now();
-      if (iat > t + skew) return refuse("issued_in_future", iss);
-      if (t > exp + skew) return refuse("expired", iss);
-      return { ok: true, caller: iss, ctx, expiresAt: exp };
+      if (iat > t + skew) return refuse("issued_in_future", caller);
+      if (t > exp + skew) {
+        if (kept) cache.delete(token);
+        return refuse("expired", caller);
+      }
+      if (!isRequestId(requestId)) return refuse("malformed", caller);
+      // A context with an Idempotency-Key belongs to one write: its token is not presented again.
+      if (!kept && !proven.ctx.idempotency) cache.put(token, proven, t);
+      return { ok: true, caller, ctx: withRequestId(proven.ctx, requestId), expiresAt: exp };
     },
   };
 }

@@ -3,7 +3,12 @@
  * with a made-up context, or with a genuine token for one organization rewritten to another. Each is
  * refused UNAUTHENTICATED with no event in the answer; only a call signed by a trusted caller reads.
  */
-import { CONTEXT_METADATA_KEY, createContextSigner, generateInternalKeyPair } from "@dpp/kit";
+import {
+  CONTEXT_METADATA_KEY,
+  REQUEST_ID_METADATA_KEY,
+  createContextSigner,
+  generateInternalKeyPair,
+} from "@dpp/kit";
 import { editToken, metadataOf, rawUnaryCall } from "@dpp/kit/testing";
 import { eventsV1 } from "@dpp/proto";
 import { domainEvent, newOrg, startHarness, type Harness, type Tenant } from "../harness";
@@ -17,10 +22,17 @@ const attacker: Tenant = { organizationId: newOrg(), livemode: true };
 
 function token(t: Tenant, privateKey = h.service.callerKeys.privateKey): string {
   return createContextSigner({ issuer: "gateway", privateKey }).sign(
-    { requestId: "req_t", organizationId: t.organizationId, livemode: t.livemode },
+    { organizationId: t.organizationId, livemode: t.livemode },
     { audience: "events", method: LIST, deadline: Date.now() + 5000 },
   );
 }
+
+/** A token and a request id beside it, as the kit's client sends them. */
+const withToken = (token: string) =>
+  metadataOf([
+    [CONTEXT_METADATA_KEY, token],
+    [REQUEST_ID_METADATA_KEY, "req_t"],
+  ]);
 
 const list = (md: ReturnType<typeof metadataOf>) =>
   rawUnaryCall(h.service.address, S, "listEvents", { limit: 100 }, md);
@@ -49,7 +61,7 @@ describe("a direct call to events", () => {
     const forged = editToken(token(attacker), (c) => {
       c.ctx.organization_id = victim.organizationId;
     });
-    expect(await list(metadataOf([[CONTEXT_METADATA_KEY, forged]]))).toMatchObject({
+    expect(await list(withToken(forged))).toMatchObject({
       ok: false,
       status: "UNAUTHENTICATED",
     });
@@ -57,16 +69,16 @@ describe("a direct call to events", () => {
 
   it("with a token signed by a key the service does not trust is refused", async () => {
     const forged = token(victim, generateInternalKeyPair().privateKey);
-    expect(await list(metadataOf([[CONTEXT_METADATA_KEY, forged]]))).toMatchObject({
+    expect(await list(withToken(forged))).toMatchObject({
       ok: false,
       status: "UNAUTHENTICATED",
     });
   });
 
   it("with a genuine token reads only its own organization's feed", async () => {
-    const own = await list(metadataOf([[CONTEXT_METADATA_KEY, token(attacker)]]));
+    const own = await list(withToken(token(attacker)));
     expect(own.ok && own.response.events).toEqual([]);
-    const victims = await list(metadataOf([[CONTEXT_METADATA_KEY, token(victim)]]));
+    const victims = await list(withToken(token(victim)));
     expect(victims.ok && victims.response.events.length).toBe(2);
   });
 });

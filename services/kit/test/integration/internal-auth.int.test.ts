@@ -24,6 +24,8 @@ import {
   createContextSigner,
   createContextVerifier,
   generateInternalKeyPair,
+  REQUEST_ID_METADATA_KEY,
+  type ContextVerifier,
 } from "../../src/internal-auth";
 
 const SERVICE = passportV1.PassportService.typeName;
@@ -67,6 +69,11 @@ const notHere = Object.fromEntries(
 
 const impl: ImplOf<typeof passportV1.PassportService> = {
   ...notHere,
+  listPassports: (_req, call) => {
+    record("ListPassports", call);
+    call.log.info("listed");
+    return { passports: [], hasMore: false, nextCursor: "" };
+  },
   getPassport: (req, call) => {
     record("GetPassport", call);
     return {
@@ -132,6 +139,20 @@ const metadata = (entries: Array<[string, string]>) => {
   return md;
 };
 
+/** The token of every call the service checked, in order. */
+const tokensSeen: Array<string | undefined> = [];
+const recording = (v: ContextVerifier): ContextVerifier => ({
+  audience: v.audience,
+  callers: v.callers,
+  get cached() {
+    return v.cached;
+  },
+  verify: (token, method, requestId) => {
+    tokensSeen.push(token);
+    return v.verify(token, method, requestId);
+  },
+});
+
 /** The claims of a token edited in place, keeping its signature. */
 function edit(token: string, change: (claims: any) => void): string {
   const [payload, signature] = token.split(".");
@@ -146,10 +167,12 @@ describe("the trust check of a gRPC service", () => {
   const address = () => `127.0.0.1:${handle.port}`;
 
   beforeAll(async () => {
-    const verifier = createContextVerifier({
-      audience: "passport",
-      trusted: { gateway: [gatewayKeys.publicKey], admin: [adminKeys.publicKey] },
-    });
+    const verifier = recording(
+      createContextVerifier({
+        audience: "passport",
+        trusted: { gateway: [gatewayKeys.publicKey], admin: [adminKeys.publicKey] },
+      }),
+    );
     handle = await startGrpcServer("127.0.0.1:0", log, (server) => {
       addService(server, passportV1.PassportService, impl, log, verifier);
       return [SERVICE];
@@ -165,6 +188,7 @@ describe("the trust check of a gRPC service", () => {
   beforeEach(() => {
     runs.length = 0;
     serverLog.length = 0;
+    tokensSeen.length = 0;
   });
 
   /** Asserts the call was refused as UNAUTHENTICATED with the kit's packed error and touched nothing. */
@@ -322,6 +346,72 @@ describe("the trust check of a gRPC service", () => {
     } finally {
       misconfigured.close();
     }
+  });
+
+  it("sends one token for many calls and gives each handler its call's own request id", async () => {
+    const passport = createClient(passportV1.PassportService, address(), {
+      signer: gateway,
+      audience: "passport",
+    });
+    try {
+      await passport.getPassport({ id: "pp_1" }, { context: { ...orgA, requestId: "req_one" } });
+      await passport.getPassport({ id: "pp_2" }, { context: { ...orgA, requestId: "req_two" } });
+      await passport.listPassports({}, { context: { ...orgA, requestId: "req_three" } });
+      expect(runs).toEqual([
+        { rpc: "GetPassport", ctx: { ...orgA, requestId: "req_one" }, caller: "gateway" },
+        { rpc: "GetPassport", ctx: { ...orgA, requestId: "req_two" }, caller: "gateway" },
+        { rpc: "ListPassports", ctx: { ...orgA, requestId: "req_three" }, caller: "gateway" },
+      ]);
+      expect(runs[0]!.ctx).not.toBe(runs[1]!.ctx);
+      // The same token for the same method; another method has its own.
+      expect(tokensSeen[1]).toBe(tokensSeen[0]);
+      expect(tokensSeen[2]).not.toBe(tokensSeen[0]);
+      // The handler's logger names the call's request id, method and caller.
+      expect(serverLog).toEqual([
+        expect.objectContaining({
+          msg: "listed",
+          request_id: "req_three",
+          rpc: "ListPassports",
+          caller: "gateway",
+        }),
+      ]);
+    } finally {
+      passport.close();
+    }
+  });
+
+  it("refuses a genuine token whose call carries no request id, or one too long, as malformed", async () => {
+    const valid = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
+    await expectRefused("getPassport", metadata([[CONTEXT_METADATA_KEY, valid]]), "malformed");
+    await expectRefused(
+      "getPassport",
+      metadata([
+        [CONTEXT_METADATA_KEY, valid],
+        [REQUEST_ID_METADATA_KEY, "r".repeat(201)],
+      ]),
+      "malformed",
+    );
+    const res = await rawCall(
+      raw,
+      "getPassport",
+      metadata([
+        [CONTEXT_METADATA_KEY, valid],
+        [REQUEST_ID_METADATA_KEY, "req_raw"],
+      ]),
+    );
+    expect(res.ok).toBe(true);
+    expect(runs).toEqual([{ rpc: "GetPassport", ctx: { ...orgA, requestId: "req_raw" }, caller: "gateway" }]);
+  });
+
+  it("refuses a token it already accepted when it is presented for another method", async () => {
+    const readToken = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
+    const withId = (token: string): Array<[string, string]> => [
+      [CONTEXT_METADATA_KEY, token],
+      [REQUEST_ID_METADATA_KEY, "req_replay"],
+    ];
+    expect((await rawCall(raw, "getPassport", metadata(withId(readToken)))).ok).toBe(true);
+    runs.length = 0;
+    await expectRefused("createPassport", metadata(withId(readToken)), "wrong_method");
   });
 
   it("answers the health check without a token", async () => {

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import {
   CONTEXT_METADATA_KEY,
+  REQUEST_ID_METADATA_KEY,
   createContextSigner,
   generateInternalKeyPair,
   type RequestContext,
@@ -38,7 +39,12 @@ function genuineToken(t: Tenant, rpc: string): string {
   return gateway.sign(ctxOf(t), { audience: "passport", method: method(rpc), deadline: Date.now() + 5000 });
 }
 
-const withToken = (token: string) => metadataOf([[CONTEXT_METADATA_KEY, token]]);
+/** A token and a request id beside it, as the kit's client sends them. */
+const withToken = (token: string) =>
+  metadataOf([
+    [CONTEXT_METADATA_KEY, token],
+    [REQUEST_ID_METADATA_KEY, "req_trust"],
+  ]);
 
 /** Plain context headers, as the service once read them. */
 const forgedHeaders = (t: Tenant) =>
