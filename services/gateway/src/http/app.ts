@@ -113,7 +113,7 @@ export function createApp(deps: AppDeps): express.Express {
       fail(err, req, res);
       return;
     }
-    if (pending) pending.catch((err: unknown) => fail(err ?? new Error("Rejected promise"), req, res));
+    if (pending) pending.catch((err: unknown) => fail(err || new Error("Rejected promise"), req, res));
   });
   return app;
 }

@@ -8,7 +8,7 @@ import { contextOf } from "./locals";
 export function dispatch(route: Route): Step {
   const { handler, successStatus } = route;
   return (req, res, l) => {
-    const ctx = contextOf(l);
+    const ctx = contextOf(res);
     return handler({
       params: req.params as Record<string, string>,
       query: req.query as Record<string, unknown>,

@@ -71,7 +71,8 @@ export function newRequestId(): string {
  * The request context carried to the services: request id, key, mode, organization, plan and idempotency;
  * `outcome` is filled from the services' answers (a replay).
  */
-export function contextOf(l: Locals): RequestContext {
+export function contextOf(res: Response): RequestContext {
+  const l = locals(res);
   const ctx: RequestContext = { requestId: l.requestId, outcome: {} };
   if (l.idempotency) ctx.idempotency = l.idempotency;
   if (l.key) {
