@@ -1,7 +1,9 @@
 /** The route table is the single source of routing, scopes, 405 answers and body limits: keep it consistent. */
 import { SCOPES } from "./modules/identity/keys";
 import { gatewayModules, type ModuleDeps } from "./modules";
-import { allowedMethods, expressPath, routeTable, ROUTES } from "./routes";
+import { ApiError } from "@dpp/contract";
+import { forMethod, PathRouter } from "./http/route";
+import { allowedMethods, routeTable, ROUTES } from "./routes";
 
 // The modules are only enumerated here; no handler is called, so no store or client is needed.
 const modules = gatewayModules({} as ModuleDeps);
@@ -81,11 +83,74 @@ describe("ROUTES", () => {
 });
 
 describe("route helpers", () => {
-  it("turns OpenAPI path parameters into express ones", () => {
-    expect(expressPath("/organizations/{organization}/passports/{id}")).toBe(
-      "/organizations/:organization/passports/:id",
+  it("finds every path of the table, with its parameters", () => {
+    const router = new PathRouter(
+      ROUTES.map((r) => ({ path: r.path, method: r.method, target: r.operationId })),
     );
-    expect(expressPath("/categories")).toBe("/categories");
+    for (const r of ROUTES) {
+      const names = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      const concrete = r.path.replace(/\{(\w+)\}/g, (_m, name: string) => `v_${name}`);
+      const found = router.match(concrete);
+      expect([r.operationId, found && forMethod(found.target, r.method)]).toEqual([
+        r.operationId,
+        r.operationId,
+      ]);
+      expect(found!.target.path).toBe(r.path);
+      expect(found!.params).toEqual(Object.fromEntries(names.map((n) => [n, `v_${n}`])));
+      expect(found!.target.allowList).toEqual(allowedMethods(ROUTES, r.path));
+    }
+  });
+
+  it("answers HEAD with the GET route, and nothing else for a method the path does not have", () => {
+    const router = new PathRouter([
+      { path: "/things", method: "GET", target: "list" },
+      { path: "/things", method: "POST", target: "create" },
+    ]);
+    const { target } = router.match("/things")!;
+    expect([forMethod(target, "HEAD"), forMethod(target, "GET"), forMethod(target, "PUT")]).toEqual([
+      "list",
+      "list",
+      undefined,
+    ]);
+    expect(target.allow).toBe("GET, HEAD, POST");
+  });
+
+  it("lets the earlier path of the table answer when two match, whichever method is asked", () => {
+    const router = new PathRouter([
+      { path: "/things/{id}", method: "GET", target: "get" },
+      { path: "/things/special", method: "POST", target: "special" },
+      { path: "/things/{id}/parts", method: "GET", target: "parts" },
+      { path: "/things/special/parts", method: "GET", target: "special parts" },
+    ]);
+    expect(router.match("/things/special")).toMatchObject({
+      target: { path: "/things/{id}" },
+      params: { id: "special" },
+    });
+    expect(router.match("/things/special/parts")!.target.path).toBe("/things/{id}/parts");
+    const later = new PathRouter([
+      { path: "/things/special", method: "POST", target: "special" },
+      { path: "/things/{id}", method: "GET", target: "get" },
+    ]);
+    expect(later.match("/things/special")!.target.path).toBe("/things/special");
+    expect(later.match("/things/other")!.target.path).toBe("/things/{id}");
+  });
+
+  it("matches as the table's paths always did: case, slashes, empty segments, decoding", () => {
+    const router = new PathRouter([{ path: "/a/{id}/b", method: "GET", target: "x" }]);
+    expect(router.match("/a/1/b/")!.params).toEqual({ id: "1" });
+    for (const path of ["/a/1/b//", "/A/1/b", "/a/1/B", "/a//b", "/a/1", "a/1/b", "/a/1/b/c", "", "/"])
+      expect([path, router.match(path)]).toEqual([path, undefined]);
+    expect(router.match("/a/x%2Fy%20%E2%82%AC+/b")!.params).toEqual({ id: "x/y €+" });
+    for (const bad of ["%FF", "%", "%E2%82", "%ED%A0%80"]) {
+      let err: unknown;
+      try {
+        router.match(`/a/${bad}/b`);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe("invalid_request");
+    }
   });
 
   it("derives Allow from the table, with HEAD alongside GET", () => {

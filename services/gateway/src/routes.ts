@@ -3,13 +3,13 @@
  * check, the 405/Allow answers and the body limits are all derived from it (src/http/app.ts); none of
  * them keeps a list of its own.
  */
+import { RawJson } from "./http/json";
 import type { GatewayModule, Route, RouteSpec } from "./http/route";
 import { gatewayModules, type ModuleDeps } from "./modules";
 import { OPENAPI_DOCUMENT } from "./openapi.generated";
 
 export {
   allowedMethods,
-  expressPath,
   KiB,
   MiB,
   type AuthMode,
@@ -17,6 +17,9 @@ export {
   type Route,
   type RouteSpec,
 } from "./http/route";
+
+/** The OpenAPI document as sent: rendered once. */
+const OPENAPI_TEXT = new RawJson(JSON.stringify(OPENAPI_DOCUMENT));
 
 /** The gateway's own routes: they call no service. */
 const META: GatewayModule = {
@@ -30,7 +33,7 @@ const META: GatewayModule = {
       auth: "none",
       idempotent: false,
       successStatus: 200,
-      handler: async () => ({ body: OPENAPI_DOCUMENT }),
+      handler: async () => ({ body: OPENAPI_TEXT }),
     },
   ],
 };

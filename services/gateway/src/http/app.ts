@@ -3,8 +3,13 @@
  * chain (middleware/): authenticate the key → rate limit (every later answer counts) → path, query and
  * header hygiene → organization and scope → conditional headers → Idempotency-Key syntax → media type
  * and the strict JSON body with the route's limit → idempotency scope → its handler. Unknown methods
- * answer 405 with Allow, unknown paths 404; one error handler builds every error envelope. Every
+ * answer 405 with Allow, unknown paths 404; one error responder builds every error envelope. Every
  * response carries the security headers of middleware/security.ts.
+ *
+ * Express is the server (its request and response, the body reader); the routing is the gateway's own
+ * (docs/decisions/0029): one express middleware takes every request, finds its route with one lookup in a
+ * tree precompiled from the table (route.ts), and runs the route's chain as one function whose steps wait
+ * only when they have something to wait for.
  */
 import express from "express";
 import { ApiError } from "@dpp/contract";
@@ -12,18 +17,19 @@ import { type Logger } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
 import { OPENAPI_DOCUMENT } from "../openapi.generated";
-import { allowedMethods, expressPath, type Route } from "./route";
+import { forMethod, PathRouter, type Route, type Step } from "./route";
 import { docsPage } from "./docs";
 import { authenticate, authorize } from "./middleware/authenticate";
 import { bodyParsing } from "./middleware/body";
 import { conditionalHeaders } from "./middleware/conditional";
 import { dispatch } from "./middleware/dispatch";
-import { errorHandler } from "./middleware/errors";
+import { errorResponder } from "./middleware/errors";
 import { idempotencyKeySyntax, idempotencyScope } from "./middleware/idempotency";
 import { inputHygiene } from "./middleware/inputs";
-import { requestId, requestLog } from "./middleware/observe";
+import type { RequestLocals } from "./middleware/locals";
+import { requestLog, startRequest } from "./middleware/observe";
 import { rateLimit } from "./middleware/rate-limit";
-import { answerCached, etagOf, securityHeaders } from "./middleware/security";
+import { answerCached, etagOf } from "./middleware/security";
 
 /** The ETag of GET /v1/openapi.json (the route answers the generated document as is). */
 const OPENAPI_ETAG = etagOf(JSON.stringify(OPENAPI_DOCUMENT));
@@ -42,86 +48,155 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps): express.Express {
-  const { routes } = deps;
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", deps.trustProxy);
   app.set("query parser", "simple");
 
-  app.use(requestId());
-  app.use(securityHeaders());
-  app.use(requestLog(deps.log));
+  const v1 = new PathRouter(
+    deps.routes.map((route) => ({ path: route.path, method: route.method, target: routeChain(route, deps) })),
+  );
+  const fail = errorResponder(deps);
+  const logLine = requestLog(deps.log);
 
-  // The API reference (GET /v1/openapi.json is the raw document, in the route table).
-  app.get("/docs", docsPage);
-  app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/readyz", (_req, res, next) => {
-    deps
-      .ready()
-      .then(() => res.json({ status: "ready" }))
-      .catch(() => next(new ApiError("internal_error", "Not ready.", { reason: "not_ready" })));
-  });
-
-  // The public document is cacheable: ETag, Cache-Control and 304 before the route answers it.
-  app.get("/v1/openapi.json", (req, res, next) => {
-    if (!answerCached(req, res, OPENAPI_ETAG)) next();
-  });
-
-  const v1 = express.Router({ caseSensitive: true, strict: false });
-  const paths = [...new Set(routes.map((r) => r.path))];
-  for (const path of paths) {
-    const route = v1.route(expressPath(path));
-    for (const spec of routes.filter((r) => r.path === path)) {
-      const method = spec.method.toLowerCase() as "get" | "post" | "patch" | "delete";
-      // A step that does not apply to the route (e.g. Idempotency-Key on a GET) is left out of its chain.
-      route[method](
-        ...authenticate(spec, deps.authenticator, deps.rateLimiter),
-        ...rateLimit(deps.rateLimiter),
-        inputHygiene(),
-        ...authorize(spec, deps.authenticator),
-        ...conditionalHeaders(spec),
-        ...idempotencyKeySyntax(spec),
-        ...bodyParsing(spec),
-        ...idempotencyScope(spec),
-        dispatch(spec),
+  /** The answer to a request: a probe, the API reference, or a route of /v1. */
+  const answer = (req: express.Request, res: express.Response, l: RequestLocals): void | Promise<void> => {
+    const { method } = req;
+    const path = req.path;
+    if (method === "GET" || method === "HEAD") {
+      if (isPath(path, "/docs")) return docsPage(req, res);
+      if (isPath(path, "/healthz")) {
+        res.json({ status: "ok" });
+        return;
+      }
+      if (isPath(path, "/readyz"))
+        return deps
+          .ready()
+          .then(() => void res.json({ status: "ready" }))
+          .catch(() => {
+            throw new ApiError("internal_error", "Not ready.", { reason: "not_ready" });
+          });
+      // The public document is cacheable: ETag, Cache-Control and 304 before the route answers it.
+      if (isPath(path, "/v1/openapi.json") && answerCached(req, res, OPENAPI_ETAG)) return;
+    }
+    const under = underV1(path);
+    if (under === undefined)
+      throw new ApiError("resource_not_found", `No endpoint at ${method} ${path}; the API lives under /v1.`, {
+        path,
+      });
+    const found = v1.match(under);
+    if (!found)
+      throw new ApiError("resource_not_found", `No endpoint at ${method} /v1${under}.`, {
+        path: `/v1${under}`,
+      });
+    const chain = forMethod(found.target, method);
+    if (!chain) {
+      const { allow, allowList } = found.target;
+      throw new ApiError(
+        "method_not_allowed",
+        `${method} is not answered here; allowed: ${allow}.`,
+        { allow: [...allowList] },
+        { Allow: allow },
       );
     }
-    const allow = allowedMethods(routes, path).join(", ");
-    route.all((req, _res, next) =>
-      next(
-        new ApiError(
-          "method_not_allowed",
-          `${req.method} is not answered here; allowed: ${allow}.`,
-          { allow: allow.split(", ") },
-          {
-            Allow: allow,
-          },
-        ),
-      ),
-    );
-  }
-  v1.use((req, _res, next) =>
-    next(
-      new ApiError("resource_not_found", `No endpoint at ${req.method} /v1${req.path}.`, {
-        path: `/v1${req.path}`,
-      }),
-    ),
-  );
-  app.use("/v1", v1);
-  app.use((req, _res, next) =>
-    next(
-      new ApiError(
-        "resource_not_found",
-        `No endpoint at ${req.method} ${req.path}; the API lives under /v1.`,
-        {
-          path: req.path,
-        },
-      ),
-    ),
-  );
-  app.use(errorHandler(deps));
+    req.params = found.params;
+    return chain(req, res, l);
+  };
+
+  app.use((req, res) => {
+    const l = startRequest(req, res, logLine);
+    let pending: void | Promise<void>;
+    try {
+      pending = answer(req, res, l);
+    } catch (err) {
+      fail(err, req, res);
+      return;
+    }
+    if (pending) pending.catch((err: unknown) => fail(err || new Error("Rejected promise"), req, res));
+  });
   return app;
+}
+
+/**
+ * The steps of a route as one function. A step that does not apply to the route (e.g. Idempotency-Key on a GET)
+ * is left out of its chain.
+ */
+function routeChain(route: Route, deps: AppDeps): Step {
+  const steps = [
+    authenticate(route, deps.authenticator, deps.rateLimiter),
+    rateLimit(deps.rateLimiter),
+    inputHygiene,
+    authorize(route, deps.authenticator),
+    conditionalHeaders(route),
+    ...idempotencyKeySyntax(route).map(fromMiddleware),
+    ...bodyParsing(route).map(fromMiddleware),
+    ...idempotencyScope(route).map(fromMiddleware),
+    dispatch(route),
+  ].filter((step): step is Step => step !== undefined);
+  const run = (req: express.Request, res: express.Response, l: RequestLocals, from: number) => {
+    for (let i = from; i < steps.length; i++) {
+      const pending = steps[i]!(req, res, l);
+      if (pending) return pending.then((): void | Promise<void> => run(req, res, l, i + 1));
+    }
+  };
+  return (req, res, l) => run(req, res, l, 0);
+}
+
+type Middleware = (req: express.Request, res: express.Response, next: (err?: unknown) => void) => unknown;
+
+/** An express middleware (body.ts, idempotency.ts) as a step: done when it calls next(), refused by next(err). */
+function fromMiddleware(middleware: Middleware): Step {
+  return (req, res) => {
+    let outcome: { err: unknown } | undefined;
+    let settle: ((o: { err: unknown }) => void) | undefined;
+    const next = (err?: unknown) => {
+      if (outcome) return;
+      outcome = { err };
+      settle?.(outcome);
+    };
+    const returned = middleware(req, res, next);
+    if (outcome) {
+      if (outcome.err) throw outcome.err;
+      return;
+    }
+    return new Promise<void>((resolve, reject) => {
+      settle = (o) => (o.err ? reject(o.err) : resolve());
+      if (returned instanceof Promise)
+        returned.catch((err: unknown) => next(err || new Error("Rejected promise")));
+    });
+  };
+}
+
+/**
+ * Whether `path` is `literal` (lower case) as express matched the app's own paths: ASCII letters in any case, one
+ * trailing slash allowed.
+ */
+function isPath(path: string, literal: string): boolean {
+  let n = path.length;
+  if (n === literal.length + 1 && path.charCodeAt(n - 1) === 47 /* / */) n--;
+  if (n !== literal.length) return false;
+  for (let i = 0; i < n; i++) {
+    let c = path.charCodeAt(i);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== literal.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/**
+ * The path under /v1 ("/" for /v1 itself), or undefined for a path elsewhere. The prefix matches in any case
+ * (/V1/...), as the mount of express's /v1 router always did; what follows it is matched case-sensitively.
+ */
+function underV1(path: string): string | undefined {
+  if (
+    path.length < 3 ||
+    path.charCodeAt(0) !== 47 ||
+    (path.charCodeAt(1) | 32) !== 118 ||
+    path.charCodeAt(2) !== 49
+  )
+    return undefined;
+  if (path.length === 3) return "/";
+  if (path.charCodeAt(3) !== 47) return undefined;
+  return path.length === 4 ? "/" : path.slice(3);
 }

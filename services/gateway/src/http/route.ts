@@ -3,10 +3,13 @@
  * scope check, the 405/Allow answers and the body limits are all derived from the table of routes
  * (src/routes.ts); none of them keeps a list of its own.
  */
+import type { Request, Response } from "express";
+import { ApiError } from "@dpp/contract";
 import type { RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../modules/identity/authenticator";
 import type { KeyRecord } from "../modules/identity/identity.repository";
 import type { Scope } from "../modules/identity/keys";
+import type { RequestLocals } from "./middleware/locals";
 
 export type AuthMode =
   /** no credential looked at */
@@ -91,11 +94,6 @@ export interface GatewayModule {
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
 
-/** /organizations/{organization} → /organizations/:organization (express syntax). */
-export function expressPath(path: string): string {
-  return path.replace(/\{(\w+)\}/g, ":$1");
-}
-
 /** Methods answered at each path, for the Allow header (HEAD comes with GET). */
 export function allowedMethods(routes: readonly RouteSpec[], path: string): string[] {
   const methods = new Set<string>();
@@ -105,4 +103,123 @@ export function allowedMethods(routes: readonly RouteSpec[], path: string): stri
       if (r.method === "GET") methods.add("HEAD");
     }
   return [...methods].sort();
+}
+
+/**
+ * One step of a route's chain (src/http/middleware/): it returns when it is done, or a promise when it waits
+ * for something; a refusal is thrown (or the promise rejected). A step that does not apply to a route is not
+ * made at all, so the route's chain leaves it out.
+ */
+export type Step = (req: Request, res: Response, l: RequestLocals) => void | Promise<void>;
+
+/** A path of the table as the router found it: what answers each method there, and the Allow list. */
+export interface PathTarget<T> {
+  /** OpenAPI-style, as in the table. */
+  path: string;
+  /** What answers each method of the table at this path (HEAD: see `forMethod`). */
+  methods: ReadonlyMap<string, T>;
+  /** The Allow header's value (HEAD with GET, sorted). */
+  allow: string;
+  /** The same as a list, for details.allow. */
+  allowList: readonly string[];
+}
+
+/** What answers `method` at a path: the route of that method; a HEAD is answered as a GET. */
+export function forMethod<T>(target: PathTarget<T>, method: string): T | undefined {
+  return target.methods.get(method) ?? (method === "HEAD" ? target.methods.get("GET") : undefined);
+}
+
+interface Compiled<T> extends PathTarget<T> {
+  /** Place in the table: when two paths match a request, the earlier one answers it. */
+  order: number;
+  /** Position of each path parameter among the segments, and its name. */
+  params: readonly (readonly [number, string])[];
+}
+
+interface Node<T> {
+  statics: Map<string, Node<T>>;
+  param?: Node<T>;
+  target?: Compiled<T>;
+}
+
+/**
+ * The paths of /v1, precompiled from the route table into a tree of path segments: a request is matched with one
+ * walk down the tree, whatever the size of the table. The rules are the ones the table always had: segments match
+ * case-sensitively, one trailing slash is ignored (never two), a parameter is one non-empty segment, decoded with
+ * decodeURIComponent when it holds a `%` (400 invalid_request when it is not percent-encoded UTF-8), and when
+ * several paths match, the first in the table answers, for every method (405 there rather than another path).
+ */
+export class PathRouter<T> {
+  private readonly root: Node<T> = { statics: new Map() };
+
+  constructor(routes: readonly { path: string; method: string; target: T }[]) {
+    const byPath = new Map<string, Map<string, T>>();
+    for (const r of routes) {
+      let methods = byPath.get(r.path);
+      if (!methods) byPath.set(r.path, (methods = new Map()));
+      if (methods.has(r.method)) throw new Error(`the route table has ${r.method} ${r.path} twice`);
+      methods.set(r.method, r.target);
+    }
+    let order = 0;
+    for (const [path, methods] of byPath) {
+      const allowList = allowedMethods(
+        [...methods.keys()].map((method) => ({ method, path }) as RouteSpec),
+        path,
+      );
+      const params: [number, string][] = [];
+      let node = this.root;
+      path
+        .split("/")
+        .slice(1)
+        .forEach((segment, i) => {
+          const name = /^\{(\w+)\}$/.exec(segment)?.[1];
+          if (name !== undefined) {
+            params.push([i, name]);
+            node = node.param ??= { statics: new Map() };
+            return;
+          }
+          if (segment === "" || /[{}]/.test(segment))
+            throw new Error(`the route path ${path} is not supported`);
+          let next = node.statics.get(segment);
+          if (!next) node.statics.set(segment, (next = { statics: new Map() }));
+          node = next;
+        });
+      node.target ??= { path, methods, allow: allowList.join(", "), allowList, order: order++, params };
+    }
+  }
+
+  /** What the path `path` (under /v1, without the query) names, with its decoded parameters; undefined: nothing. */
+  match(path: string): { target: PathTarget<T>; params: Record<string, string> } | undefined {
+    if (path.charCodeAt(0) !== 47 /* / */) return undefined;
+    let end = path.length;
+    if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
+    const segments = path.slice(1, end).split("/");
+    const target = find(this.root, segments, 0);
+    if (!target) return undefined;
+    const params: Record<string, string> = {};
+    for (const [i, name] of target.params) params[name] = decodeSegment(segments[i]!);
+    return { target, params };
+  }
+}
+
+function find<T>(node: Node<T>, segments: readonly string[], i: number): Compiled<T> | undefined {
+  if (i === segments.length) return node.target;
+  const segment = segments[i]!;
+  const next = node.statics.get(segment);
+  let best = next && find(next, segments, i + 1);
+  if (node.param && segment !== "") {
+    const other = find(node.param, segments, i + 1);
+    if (other && (!best || other.order < best.order)) best = other;
+  }
+  return best;
+}
+
+/** A path parameter as sent, percent-decoded; 400 when it is not percent-encoded UTF-8. */
+function decodeSegment(segment: string): string {
+  if (!segment.includes("%")) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError("invalid_request", "The request could not be understood.", {});
+  }
 }

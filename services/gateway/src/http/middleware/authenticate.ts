@@ -3,12 +3,13 @@
  * later answer, refusals included, counts against the key; `authorize` (the organization in the path and the
  * route's scope) comes after it.
  */
-import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "@dpp/contract";
 import type { Authenticator } from "../../modules/identity/authenticator";
+import type { KeyRecord } from "../../modules/identity/identity.repository";
 import type { RateLimiter } from "../../ratelimit/limiter";
-import type { RouteSpec } from "../route";
-import { locals } from "./locals";
+import type { RouteSpec, Step } from "../route";
+import { headerFacts } from "./inputs";
+import type { RequestLocals } from "./locals";
 import { clientAddress } from "./rate-limit";
 
 /** The refusals of a credential: each counts as one failed authentication of the client address. */
@@ -20,58 +21,91 @@ const AUTHENTICATION_FAILURES = new Set([
   "mode_mismatch",
 ]);
 
+const sentTwice = () =>
+  new ApiError("invalid_request", "Send the Authorization header once.", {
+    issues: [
+      {
+        source: { header: "Authorization" },
+        rule: "single_value",
+        message: "Authorization was sent more than once.",
+      },
+    ],
+  });
+
 /**
  * The key of the request. Authorization sent twice is 400 invalid_request (which one was meant is unknown). An
  * address over its budget of failed authentications is refused 429 before the key it sends is looked up; each
  * failed authentication counts against that budget. No step for a route without authentication.
  */
-export function authenticate(spec: RouteSpec, auth: Authenticator, limiter: RateLimiter | undefined) {
-  if (spec.auth === "none") return [];
-  const step = async (req: Request, res: Response, next: NextFunction) => {
-    const values = req.headersDistinct.authorization;
-    if (values !== undefined && values.length > 1)
-      throw new ApiError("invalid_request", "Send the Authorization header once.", {
-        issues: [
-          {
-            source: { header: "Authorization" },
-            rule: "single_value",
-            message: "Authorization was sent more than once.",
-          },
-        ],
-      });
+export function authenticate(
+  spec: RouteSpec,
+  auth: Authenticator,
+  limiter: RateLimiter | undefined,
+): Step | undefined {
+  if (spec.auth === "none") return undefined;
+  const optional = spec.auth === "optional";
+  return (req, _res, l) => {
+    const values = headerFacts(req, l).authorization;
+    if (values !== undefined && values.length > 1) throw sentTwice();
     const header = values?.[0];
-    if (spec.auth === "optional" && header === undefined) return next();
-    const address = clientAddress(req);
-    await limiter?.assertUnder("auth_failures", address);
-    try {
-      locals(res).key = await auth.authenticate(header);
-    } catch (err) {
-      if (limiter && err instanceof ApiError && AUTHENTICATION_FAILURES.has(err.code))
-        throw (await limiter.countFailure("auth_failures", address)) ?? err;
-      throw err;
+    if (optional && header === undefined) return;
+    if (!limiter) {
+      const key = auth.keyOf(header);
+      if (!(key instanceof Promise)) {
+        l.key = key;
+        return;
+      }
+      return key.then((k) => void (l.key = k));
     }
-    next();
+    return limitedKey(limiter, auth, header, clientAddress(req), l);
   };
-  return [step];
+}
+
+/** The key, behind the budget of failed authentications of the client address. */
+async function limitedKey(
+  limiter: RateLimiter,
+  auth: Authenticator,
+  header: string | undefined,
+  address: string,
+  l: RequestLocals,
+): Promise<void> {
+  await limiter.assertUnder("auth_failures", address);
+  let key: KeyRecord;
+  try {
+    key = await auth.keyOf(header);
+  } catch (err) {
+    if (err instanceof ApiError && AUTHENTICATION_FAILURES.has(err.code))
+      throw (await limiter.countFailure("auth_failures", address)) ?? err;
+    throw err;
+  }
+  l.key = key;
 }
 
 /** The organization in the path (own or granted) and the route's scope; no step for a route without one. */
-export function authorize(spec: RouteSpec, auth: Authenticator) {
-  if (spec.auth !== "organization" && spec.auth !== "grantor") return [];
-  const step = async (req: Request, res: Response, next: NextFunction) => {
-    const key = locals(res).key;
-    if (!key) return next();
-    if (spec.auth === "organization") {
-      const access = await auth.resolveOrganization(key, req.params.organization as string);
-      if (spec.scope) auth.requireScope(access, spec.scope);
-      locals(res).access = access;
-    } else if (spec.auth === "grantor") {
-      // Grant endpoints: the key's scopes on its own organization, never a grant (see resolveGrantTarget).
-      const access = await auth.resolveGrantTarget(key, req.params.organization as string);
-      if (spec.scope) auth.requireScope(access, spec.scope);
-      locals(res).access = access;
-    }
-    next();
+export function authorize(spec: RouteSpec, auth: Authenticator): Step | undefined {
+  if (spec.auth !== "organization" && spec.auth !== "grantor") return undefined;
+  const { scope } = spec;
+  if (spec.auth === "organization")
+    return (req, _res, l) => {
+      const key = l.key;
+      if (!key) return;
+      const access = auth.accessOf(key, (req.params as Record<string, string>).organization!);
+      if (!(access instanceof Promise)) {
+        if (scope) auth.requireScope(access, scope);
+        l.access = access;
+        return;
+      }
+      return access.then((a) => {
+        if (scope) auth.requireScope(a, scope);
+        l.access = a;
+      });
+    };
+  // Grant endpoints: the key's scopes on its own organization, never a grant (see resolveGrantTarget).
+  return async (req, _res, l) => {
+    const key = l.key;
+    if (!key) return;
+    const access = await auth.resolveGrantTarget(key, (req.params as Record<string, string>).organization!);
+    if (scope) auth.requireScope(access, scope);
+    l.access = access;
   };
-  return [step];
 }

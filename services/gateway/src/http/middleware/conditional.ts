@@ -1,41 +1,39 @@
-import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "@dpp/contract";
-import type { Conditional, RouteSpec } from "../route";
-import { locals } from "./locals";
+import type { Conditional, RouteSpec, Step } from "../route";
+import { headerFacts } from "./inputs";
+
+const bad = (header: string, rule: string, message: string) =>
+  new ApiError("invalid_request", message, { issues: [{ source: { header }, rule, message }] });
 
 /**
- * The step of a `conditional` route (none for other routes). Expected-Version (a non-negative integer) and If-Match (exactly `*`; an ETag or anything else is refused) on
- * `conditional` routes: a malformed one is 400 invalid_request before any idempotency key is claimed or any body
- * read, so it is never recorded and the client fixes the header and retries under the same key.
+ * The step of a `conditional` route (none for other routes). Expected-Version (a non-negative integer) and
+ * If-Match (exactly `*`; an ETag or anything else is refused) on `conditional` routes: a malformed one is 400
+ * invalid_request before any idempotency key is claimed or any body read, so it is never recorded and the client
+ * fixes the header and retries under the same key.
  */
-export function conditionalHeaders(spec: RouteSpec) {
-  if (!spec.conditional) return [];
-  const step = (req: Request, res: Response, next: NextFunction) => {
-    const bad = (header: string, rule: string, message: string) =>
-      next(new ApiError("invalid_request", message, { issues: [{ source: { header }, rule, message }] }));
+export function conditionalHeaders(spec: RouteSpec): Step | undefined {
+  if (!spec.conditional) return undefined;
+  return (req, _res, l) => {
     const conditional: Conditional = {};
-    const ev = req.headersDistinct["expected-version"];
+    const { expectedVersion: ev, ifMatch: im } = headerFacts(req, l);
     if (ev !== undefined) {
       const v = ev.length === 1 ? ev[0]!.trim() : "";
       if (!/^\d{1,9}$/.test(v))
-        return bad(
+        throw bad(
           "Expected-Version",
           "non_negative_integer",
           "Expected-Version must be one non-negative integer: the passport version read earlier.",
         );
       conditional.expectedVersion = Number(v);
     }
-    const im = req.headersDistinct["if-match"];
     if (im !== undefined) {
       if (im.length !== 1 || im[0]!.trim() !== "*")
-        return bad(
+        throw bad(
           "If-Match",
           "asterisk_only",
           "If-Match accepts only `*`; use Expected-Version with the passport's version instead of an ETag.",
         );
     }
-    locals(res).conditional = conditional;
-    next();
+    l.conditional = conditional;
   };
-  return [step];
 }

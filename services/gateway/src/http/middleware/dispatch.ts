@@ -2,14 +2,14 @@
 import type { Request, Response } from "express";
 import { REPLAYED_HEADER } from "@dpp/kit";
 import { jsonText } from "../json";
-import type { Route } from "../route";
-import { contextOf, locals } from "./locals";
+import type { Route, Step } from "../route";
+import { contextOf } from "./locals";
 
-export function dispatch(route: Route) {
-  return async (req: Request, res: Response) => {
-    const l = locals(res);
+export function dispatch(route: Route): Step {
+  const { handler, successStatus } = route;
+  return (req, res, l) => {
     const ctx = contextOf(res);
-    const out = await route.handler({
+    return handler({
       params: req.params as Record<string, string>,
       query: req.query as Record<string, unknown>,
       body: req.body,
@@ -17,9 +17,34 @@ export function dispatch(route: Route) {
       key: l.key,
       access: l.access,
       conditional: l.conditional,
+    }).then((out) => {
+      const { headers } = out;
+      if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
+      if (ctx.outcome?.idempotentReplayed) res.setHeader(REPLAYED_HEADER, "true");
+      sendJson(req, res, successStatus, jsonText(out.body));
     });
-    if (out.headers) for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
-    if (ctx.outcome?.idempotentReplayed) res.setHeader(REPLAYED_HEADER, "true");
-    res.status(route.successStatus).type("application/json").send(jsonText(out.body));
   };
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * Sends a JSON text with `status`, as express's `res.status(status).type("application/json").send(text)` does
+ * (the same headers, 304 for a fresh GET or HEAD, no body for HEAD), without its per-answer parsing of the type.
+ */
+export function sendJson(req: Request, res: Response, status: number, text: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", JSON_TYPE);
+  if (!res.hasHeader("Transfer-Encoding")) res.setHeader("Content-Length", String(Buffer.byteLength(text)));
+  // express's freshness check (If-None-Match, If-Modified-Since): only asked when the request has one of them.
+  const h = req.headers;
+  if ((h["if-none-match"] !== undefined || h["if-modified-since"] !== undefined) && req.fresh) {
+    res.statusCode = 304;
+    res.removeHeader("Content-Type");
+    res.removeHeader("Content-Length");
+    res.removeHeader("Transfer-Encoding");
+    text = "";
+  }
+  if (req.method === "HEAD") res.end();
+  else res.end(text, "utf8");
 }

@@ -1,6 +1,7 @@
-import type { NextFunction, Request, Response } from "express";
+import type { Request, Response } from "express";
 import { ApiError, toEnvelope } from "@dpp/contract";
 import { databaseUnavailable, isDatabaseUnavailable, type Logger } from "@dpp/kit";
+import { sendJson } from "./dispatch";
 import { locals, newRequestId } from "./locals";
 
 interface BodyParserError {
@@ -9,9 +10,9 @@ interface BodyParserError {
   limit?: number;
 }
 
-/** The one place where errors become envelopes. */
-export function errorHandler(deps: { log: Logger; docsBaseUrl: string }) {
-  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+/** The one place where errors become envelopes: the answer to a request whose handling failed with `err`. */
+export function errorResponder(deps: { log: Logger; docsBaseUrl: string }) {
+  return (err: unknown, req: Request, res: Response): void => {
     const requestId = locals(res).requestId ?? newRequestId();
     let apiErr: ApiError;
     if (err instanceof ApiError) {
@@ -62,7 +63,8 @@ export function errorHandler(deps: { log: Logger; docsBaseUrl: string }) {
     }
     if (res.headersSent) return;
     const text = JSON.stringify(toEnvelope(apiErr, requestId, deps.docsBaseUrl));
-    for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
-    res.status(apiErr.status).type("application/json").send(text);
+    const headers = apiErr.headers;
+    for (const name in headers) res.setHeader(name, headers[name]!);
+    sendJson(req, res, apiErr.status, text);
   };
 }

@@ -2,11 +2,14 @@
  * The one check of what a request carries outside its body, for every route: path parameters, the query string
  * and the headers. Text that no service could store (U+0000, an unpaired surrogate) or that is not UTF-8 is
  * 400 invalid_request with the parameter or header named, before anything looks it up (docs/decisions/0019).
- * The body has its own reader (body.ts and strict-json.ts).
+ * The body has its own reader (body.ts and strict-json.ts). The headers are read once, in one pass
+ * (`headerFacts`), for this check and for the steps that read a header by name.
  */
-import type { NextFunction, Request, Response } from "express";
+import type { Request } from "express";
 import { ApiError, type Issue } from "@dpp/contract";
+import type { Step } from "../route";
 import { textProblem } from "../strict-json";
+import type { HeaderFacts, RequestLocals } from "./locals";
 
 const refuse = (issue: Issue, message: string) =>
   new ApiError("invalid_request", message, { issues: [issue] });
@@ -49,31 +52,70 @@ function queryProblem(url: string): ApiError | undefined {
   return undefined;
 }
 
-export function inputHygiene() {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    // Path parameters: express decoded them strictly already (invalid UTF-8 is a 400 there).
-    for (const [parameter, value] of Object.entries(req.params as Record<string, string>)) {
+/** The headers read by name (`headerFacts`), each with its name's length: most names are told apart by it. */
+const READ = [
+  ["authorization", "authorization"],
+  ["expected-version", "expectedVersion"],
+  ["if-match", "ifMatch"],
+] as const;
+
+/**
+ * The headers the steps read, from one pass over the raw headers the first time a step asks: every value of
+ * Authorization, Expected-Version and If-Match (as `req.headersDistinct` gives them), and whether any header
+ * holds text that is refused.
+ */
+export function headerFacts(req: Request, l: RequestLocals): HeaderFacts {
+  if (l.headers) return l.headers;
+  const facts: HeaderFacts = {
+    authorization: undefined,
+    expectedVersion: undefined,
+    ifMatch: undefined,
+    refusedText: false,
+  };
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    if (!facts.refusedText && textProblem(value) !== undefined) facts.refusedText = true;
+    for (const [lower, field] of READ)
+      if (name.length === lower.length && name.toLowerCase() === lower) {
+        const values = facts[field];
+        if (values) values.push(value);
+        else facts[field] = [value];
+      }
+  }
+  return (l.headers = facts);
+}
+
+/** The refusal of the first header (in `req.headersDistinct`'s order) that holds text that is refused. */
+function headerProblem(req: Request): ApiError | undefined {
+  // Node refuses NUL, CR and LF in header values itself; this holds when its lenient parser is turned on.
+  for (const [header, values] of Object.entries(req.headersDistinct)) {
+    for (const value of values ?? []) {
       const problem = textProblem(value);
       if (problem)
-        return next(
-          refuse(
-            { source: { parameter }, ...problem },
-            `The path parameter ${parameter} holds text that is refused.`,
-          ),
-        );
+        return refuse({ source: { header }, ...problem }, `The header ${header} holds text that is refused.`);
     }
-    const query = queryProblem(req.originalUrl);
-    if (query) return next(query);
-    // Node refuses NUL, CR and LF in header values itself; this holds when its lenient parser is turned on.
-    for (const [header, values] of Object.entries(req.headersDistinct)) {
-      for (const value of values ?? []) {
-        const problem = textProblem(value);
-        if (problem)
-          return next(
-            refuse({ source: { header }, ...problem }, `The header ${header} holds text that is refused.`),
-          );
-      }
-    }
-    next();
-  };
+  }
+  return undefined;
 }
+
+/** The check of every route: path parameters, then the query string, then the headers. */
+export const inputHygiene: Step = (req, _res, l) => {
+  // Path parameters: the router decoded them strictly already (invalid UTF-8 is a 400 there).
+  const params = req.params as Record<string, string>;
+  for (const parameter in params) {
+    const problem = textProblem(params[parameter]!);
+    if (problem)
+      throw refuse(
+        { source: { parameter }, ...problem },
+        `The path parameter ${parameter} holds text that is refused.`,
+      );
+  }
+  const query = queryProblem(req.originalUrl);
+  if (query) throw query;
+  if (headerFacts(req, l).refusedText) {
+    const problem = headerProblem(req);
+    if (problem) throw problem;
+  }
+};

@@ -1,4 +1,7 @@
-/** What the middleware chain learns about a request, kept in res.locals for the steps after it. */
+/**
+ * What the steps of a request learn about it, kept in res.locals for the steps after it: one object of a fixed
+ * shape per request (RequestLocals), made when the request arrives (observe.ts).
+ */
 import { randomBytes } from "node:crypto";
 import type { Response } from "express";
 import type { IdempotencyContext, RequestContext } from "@dpp/kit";
@@ -16,6 +19,35 @@ export interface Locals {
   idempotency?: IdempotencyContext;
   /** Syntax-checked conditional headers of a `conditional` route. */
   conditional?: Conditional;
+}
+
+/**
+ * The headers the steps look at, from one pass over the raw headers (inputs.ts): every value of the ones read
+ * by name, and whether any value holds text that is refused.
+ */
+export interface HeaderFacts {
+  authorization: string[] | undefined;
+  expectedVersion: string[] | undefined;
+  ifMatch: string[] | undefined;
+  /** Some header value holds text that is refused (inputs.ts names it). */
+  refusedText: boolean;
+}
+
+/** Locals with every field present from the start, so that every request's object has the same shape. */
+export class RequestLocals implements Locals {
+  key?: KeyRecord = undefined;
+  access?: OrganizationAccess = undefined;
+  idempotencyKey?: string = undefined;
+  idempotency?: IdempotencyContext = undefined;
+  conditional?: Conditional = undefined;
+  /** The headers read (inputs.ts), once. */
+  headers?: HeaderFacts = undefined;
+  /** When the request arrived (performance.now()), for the log line. */
+  readonly started: number;
+
+  constructor(readonly requestId: string) {
+    this.started = performance.now();
+  }
 }
 
 export const locals = (res: Response) => res.locals as Locals;

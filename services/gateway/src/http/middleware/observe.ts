@@ -1,36 +1,46 @@
-/** The first steps of every request: its Request-Id, and one log line when the answer is sent. */
-import type { NextFunction, Request, Response } from "express";
+/**
+ * What every request gets first: its Request-Id, the headers of every answer (security.ts), and one log line when
+ * its answer is sent.
+ */
+import type { Request, Response } from "express";
 import type { Logger } from "@dpp/kit";
-import { locals, newRequestId } from "./locals";
+import { RequestLocals, newRequestId } from "./locals";
+import { securityHeaders } from "./security";
 
-/** Every response carries Request-Id; the same value is the envelope's request_id. */
-export function requestId() {
-  return (_req: Request, res: Response, next: NextFunction) => {
-    const id = newRequestId();
-    locals(res).requestId = id;
-    res.setHeader("Request-Id", id);
-    next();
-  };
+/**
+ * Starts a request: a Request-Id (every response carries it; the same value is the envelope's request_id), the
+ * security headers, and the log line of `requestLog` when the answer has been sent.
+ */
+export function startRequest(req: Request, res: Response, logLine: (this: Response) => void): RequestLocals {
+  const l = new RequestLocals(newRequestId());
+  res.locals = l as unknown as Record<string, unknown>;
+  res.setHeader("Request-Id", l.requestId);
+  securityHeaders(req, res);
+  res.on("finish", logLine);
+  return l;
 }
 
-export function requestLog(log: Logger) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const started = process.hrtime.bigint();
-    res.on("finish", () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const level = res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "info";
-      log[level](
-        {
-          request_id: locals(res).requestId,
-          method: req.method,
-          path: req.path,
-          status: res.statusCode,
-          ms: Math.round(ms * 10) / 10,
-          key_id: locals(res).key?.id,
-        },
-        "request",
-      );
-    });
-    next();
+/**
+ * The listener that writes a request's log line when its answer is sent (one function for every request: it
+ * reads the answer from `this`): method, path, status, duration and key; error level for 5xx, warn for 4xx.
+ */
+export function requestLog(log: Logger): (this: Response) => void {
+  return function logLine(this: Response) {
+    const status = this.statusCode;
+    const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
+    if (!log.isLevelEnabled(level)) return;
+    const l = this.locals as unknown as RequestLocals;
+    const req = this.req;
+    log[level](
+      {
+        request_id: l.requestId,
+        method: req.method,
+        path: req.path,
+        status,
+        ms: Math.round((performance.now() - l.started) * 10) / 10,
+        key_id: l.key?.id,
+      },
+      "request",
+    );
   };
 }

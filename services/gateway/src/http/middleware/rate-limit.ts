@@ -1,7 +1,7 @@
 /** The rate limit step of the chain (the limiter itself is src/ratelimit/limiter.ts). */
-import type { NextFunction, Request, Response } from "express";
+import type { Request } from "express";
 import type { RateLimiter } from "../../ratelimit/limiter";
-import { locals } from "./locals";
+import type { Step } from "../route";
 
 /** The client's address as the limits count it (`req.ip`, through TRUST_PROXY hops). */
 export function clientAddress(req: Request): string {
@@ -13,15 +13,13 @@ export function clientAddress(req: Request): string {
  * right after the key is authenticated, so every answer to a key (its refusals too) counts against it. No step
  * without a limiter.
  */
-export function rateLimit(limiter: RateLimiter | undefined) {
-  if (!limiter) return [];
-  const step = async (req: Request, res: Response, next: NextFunction) => {
-    const key = locals(res).key;
-    const decision = key
-      ? await limiter.consume("key", key.id)
-      : await limiter.consume("anonymous", clientAddress(req));
-    for (const [k, v] of Object.entries(decision.headers)) res.setHeader(k, v);
-    next();
-  };
-  return [step];
+export function rateLimit(limiter: RateLimiter | undefined): Step | undefined {
+  if (!limiter) return undefined;
+  return (req, res, l) =>
+    (l.key ? limiter.consume("key", l.key.id) : limiter.consume("anonymous", clientAddress(req))).then(
+      (decision) => {
+        const { headers } = decision;
+        for (const name in headers) res.setHeader(name, headers[name]!);
+      },
+    );
 }

@@ -11,21 +11,19 @@
  * body), `Cache-Control: public, max-age=300`, and 304 Not Modified for a matching If-None-Match.
  */
 import { createHash } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
+import type { Request, Response } from "express";
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 export const DOCUMENT_CACHE_CONTROL = "public, max-age=300";
 
-export function securityHeaders() {
-  return (req: Request, res: Response, next: NextFunction) => {
-    res.setHeader("X-Content-Type-Options", "nosniff");
-    res.setHeader("Referrer-Policy", "no-referrer");
-    res.setHeader("X-Frame-Options", "DENY");
-    res.setHeader("Content-Security-Policy", API_CSP);
-    res.setHeader("Cache-Control", "no-store");
-    if (req.secure) res.setHeader("Strict-Transport-Security", "max-age=31536000");
-    next();
-  };
+/** The headers of every answer; `answerCached` and the /docs page replace Cache-Control and the policy. */
+export function securityHeaders(req: Request, res: Response): void {
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.setHeader("X-Frame-Options", "DENY");
+  res.setHeader("Content-Security-Policy", API_CSP);
+  res.setHeader("Cache-Control", "no-store");
+  if (req.secure) res.setHeader("Strict-Transport-Security", "max-age=31536000");
 }
 
 /** The policy of an HTML page whose only scripts are its inline ones, allowed by their SHA-256. */

@@ -1,7 +1,7 @@
 import { ApiError, planLimits } from "@dpp/contract";
 import { type PlanContext } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord, LinkRecord, OrganizationRecord } from "./identity.repository";
-import { digestsEqual, parseKeyText, scopeAllows, type Scope } from "./keys";
+import { digestsEqual, parseKeyText, scopeAllows, type ParsedKey, type Scope } from "./keys";
 import { grantKey, type CachedOrganization, type IdentityCache } from "./identity-cache";
 
 export interface OrganizationAccess {
@@ -52,6 +52,14 @@ export class Authenticator {
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyRecord> {
+    return this.keyOf(authorization);
+  }
+
+  /**
+   * The key of an Authorization header, as `authenticate` gives it, but at once (no promise) when the key is
+   * cached: what every request asks first. A refusal is thrown.
+   */
+  keyOf(authorization: string | undefined): KeyRecord | Promise<KeyRecord> {
     if (authorization === undefined || authorization.trim() === "")
       throw new ApiError(
         "invalid_key",
@@ -70,15 +78,22 @@ export class Authenticator {
         },
       );
     // A digest in the key cache was checked when it was cached: its checksum is not computed again.
+    const cache = this.cache;
+    let cached: KeyRecord | undefined;
     const parsed = parseKeyText(
       m[1]!,
-      this.cache && ((digest) => this.cache!.keys.get(digest) !== undefined),
+      cache && ((digest) => (cached = cache.keys.get(digest)) !== undefined),
     );
     if (!parsed)
       throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
         reason: "format",
       });
-    const key = await this.keyByDigest(parsed.digest);
+    if (cached) return this.usable(cached, parsed);
+    return this.keyByDigest(parsed.digest).then((key) => this.usable(key, parsed));
+  }
+
+  /** The key found for a key text, if it may be used now. */
+  private usable(key: KeyRecord | undefined, parsed: ParsedKey): KeyRecord {
     if (!key || !digestsEqual(key.secret_digest, parsed.digest))
       throw new ApiError("invalid_key", "The API key is not known.", { reason: "unknown" });
     if (key.livemode !== parsed.livemode)
@@ -89,12 +104,13 @@ export class Authenticator {
           key_prefix_mode: parsed.livemode ? "live" : "test",
         },
       );
-    const now = this.now().getTime();
     if (key.revoked_at)
       throw new ApiError("key_revoked", "The API key has been revoked.", {
         key_id: key.id,
         revoked_at: key.revoked_at.toISOString(),
       });
+    if (!key.expires_at && !key.rotation_overlap_ends_at) return key;
+    const now = this.now().getTime();
     if (key.expires_at && key.expires_at.getTime() <= now)
       throw new ApiError("key_expired", "The API key has expired.", {
         key_id: key.id,
@@ -119,9 +135,28 @@ export class Authenticator {
    * answers the same 404.
    */
   async resolveOrganization(key: KeyRecord, organizationId: string): Promise<OrganizationAccess> {
+    return this.accessOf(key, organizationId);
+  }
+
+  /**
+   * The access `resolveOrganization` gives, at once (no promise) when what it needs is cached: what every request
+   * to an organization asks. A refusal is thrown.
+   */
+  accessOf(key: KeyRecord, organizationId: string): OrganizationAccess | Promise<OrganizationAccess> {
     checkOrganizationParam(organizationId);
-    const notFound = () => notFoundError(organizationId);
-    if (organizationId.length === 0 || organizationId.length > MAX_ID_LENGTH) throw notFound();
+    if (organizationId.length === 0 || organizationId.length > MAX_ID_LENGTH) throw notFound(organizationId);
+    const cache = this.cache;
+    if (cache) {
+      const own = organizationId === key.organization_id;
+      const scopes = own ? key.scopes : cache.grants.get(grantKey(key.id, organizationId))?.scopes;
+      const organization = scopes && cache.organizations.get(organizationId);
+      if (scopes && organization)
+        return { organization: organization.record, scopes, viaGrant: !own, plan: organization.plan };
+    }
+    return this.loadAccess(key, organizationId);
+  }
+
+  private async loadAccess(key: KeyRecord, organizationId: string): Promise<OrganizationAccess> {
     let scopes: string[] | undefined;
     let viaGrant = false;
     if (organizationId === key.organization_id) {
@@ -130,9 +165,9 @@ export class Authenticator {
       scopes = await this.grantedScopes(key, organizationId);
       viaGrant = true;
     }
-    if (!scopes) throw notFound();
+    if (!scopes) throw notFound(organizationId);
     const organization = await this.organization(organizationId);
-    if (!organization) throw notFound();
+    if (!organization) throw notFound(organizationId);
     return { organization: organization.record, scopes, viaGrant, plan: organization.plan };
   }
 

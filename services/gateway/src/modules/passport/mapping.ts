@@ -4,7 +4,7 @@
  */
 import { ApiError, invalidParameter } from "@dpp/contract";
 import { passportV1 } from "@dpp/proto";
-import { orNull, parseJson, rfc3339, rfc3339OrNull } from "../../http/json";
+import { orNull, parseJson, RawJson, rfc3339, rfc3339OrNull, withRawField } from "../../http/json";
 
 const { PassportStatus, ValidationSeverity } = passportV1;
 
@@ -42,7 +42,8 @@ function severityJson(severity: passportV1.ValidationSeverity): "error" | "warni
   throw new Error(`validation severity ${severity} has no name`);
 }
 
-export function passportJson(p: passportV1.Passport) {
+/** A passport's members before `data`, in the order of the public shape. */
+function passportFields(p: passportV1.Passport) {
   return {
     object: "passport" as const,
     id: p.id,
@@ -60,8 +61,19 @@ export function passportJson(p: passportV1.Passport) {
     updated_at: rfc3339(p.updatedAt),
     published_at: rfc3339OrNull(p.publishedAt),
     trashed_at: rfc3339OrNull(p.trashedAt),
-    data: parseJson(p.dataJson),
   };
+}
+
+export function passportJson(p: passportV1.Passport) {
+  return { ...passportFields(p), data: parseJson(p.dataJson) };
+}
+
+/**
+ * The JSON text of `passportJson(p)`, the document's `data` placed as the service sent it: the service renders it
+ * with JSON.stringify, so the text is the one parsing and rendering it again would give, without doing either.
+ */
+export function passportText(p: passportV1.Passport): RawJson {
+  return withRawField(passportFields(p), "data", p.dataJson || "{}");
 }
 
 /** The publish response: the passport plus `warnings` ({code, message, doc_url, pointer}). */

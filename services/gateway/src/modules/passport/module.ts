@@ -4,15 +4,15 @@
  */
 import type { CallOptions, ClientOf } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
-import { list } from "../../http/json";
+import { list, rawList } from "../../http/json";
 import { bodyRefusal, conditionalFields, noBody } from "../../http/request";
 import { KiB, MiB, type GatewayModule, type Route } from "../../http/route";
 import {
   approvalRequired,
   categoryJson,
   categorySchemaJson,
-  passportJson,
   passportLinksJson,
+  passportText,
   publishedPassportJson,
   validationJson,
 } from "./mapping";
@@ -47,7 +47,7 @@ function transition(operationId: string, verb: string, call: TransitionCall): Ro
     handler: async ({ ctx, params, body, conditional }) => {
       noBody(body);
       const res = await call({ id: params.id!, ...conditionalFields(conditional) }, { context: ctx });
-      return { body: passportJson(res.passport!) };
+      return { body: passportText(res.passport!) };
     },
   };
 }
@@ -106,7 +106,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
             throw deferred;
           }
           const res = await client.listPassports(request, { context: ctx });
-          return { body: list(res.passports.map(passportJson), res.hasMore, res.nextCursor || null) };
+          return { body: rawList(res.passports.map(passportText), res.hasMore, res.nextCursor || null) };
         },
       },
       {
@@ -125,7 +125,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
               client.createPassport({ ...request, validateOnly: true }, { context: ctx }),
             );
           const res = await client.createPassport(request, { context: ctx });
-          return { body: passportJson(res.passport!) };
+          return { body: passportText(res.passport!) };
         },
       },
       {
@@ -138,7 +138,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         successStatus: 200,
         handler: async ({ ctx, params }) => {
           const res = await client.getPassport({ id: params.id }, { context: ctx });
-          return { body: passportJson(res.passport!) };
+          return { body: passportText(res.passport!) };
         },
       },
       {
@@ -156,7 +156,7 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
             { id: params.id, patchJson: updatePassportPatch(body), ...conditionalFields(conditional) },
             { context: ctx },
           );
-          return { body: passportJson(res.passport!) };
+          return { body: passportText(res.passport!) };
         },
       },
       {
