@@ -404,7 +404,9 @@ function withoutCallerStack<T>(start: () => T): T {
 
 /**
  * A typed promise client; every call carries its request context signed for the
- * target service (valid until the call's deadline) and a deadline.
+ * target service (a token valid at least until the call's deadline, reused by the
+ * signer across calls with the same method and context), its request id beside the
+ * token, and a deadline.
  */
 export function createClient<T extends GenServiceMethods>(
   service: GenService<T>,
