@@ -10,14 +10,19 @@
  *      statement: the lock held by another attempt that may still run → 409 resource_busy with
  *      Retry-After (nothing runs); a record with another fingerprint → 409 idempotency_conflict; a
  *      recorded result → replayed (the recorded answer, or the recorded refusal), nothing runs;
- *   2. otherwise the work runs after a savepoint; every `transaction(db, fn)` it opens joins this one
- *      (the first one at that savepoint, later ones as nested savepoints), so its writes and its outbox
- *      events commit with the record or not at all;
+ *   2. otherwise the work runs; every `transaction(db, fn)` and `singleStatement(db, fn)` it opens joins
+ *      this transaction, so its writes and its outbox events commit with the record or not at all;
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
- *      refusal (an ApiError other than resource_busy: its writes are rolled back to the savepoint first);
- *      then the transaction commits. The read of step 1 may have missed a record that the previous
- *      holder of the lock committed just before: the upsert then finds it live and leaves it, the work
- *      is rolled back to the savepoint, and that record is answered as in step 1.
+ *      refusal (an ApiError other than resource_busy); then the transaction commits. The read of step 1
+ *      may have missed a record that the previous holder of the lock committed just before: the upsert
+ *      then finds it live and leaves it, the work is rolled back, and that record is answered as in
+ *      step 1.
+ * A refusal is recorded without the work's writes. The first attempt sends no savepoint (decision 0028):
+ * when the work refuses after a store transaction ran, or a store transaction fails, the attempt is
+ * rolled back as a whole and the call runs again in a second attempt that puts a savepoint before the
+ * work (and one before each later store transaction), so that a refusal is rolled back alone and
+ * recorded under the key's lock, and work that catches a failed store transaction goes on without it
+ * (decision 0023).
  * A failure that is not an ApiError (a bug, a lost database) rolls everything back and records nothing:
  * the same key may run again.
  *
@@ -80,40 +85,48 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
 
 // --- the ambient transaction -------------------------------------------------------------------------------
 
-/** The savepoint a call's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
+/** The savepoint a second attempt's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
 const WORK_SAVEPOINT = sql.raw("idempotent_work");
 
 interface Ambient {
   trx: Transaction<any>;
+  /**
+   * The second attempt (decision 0028): store transactions are protected by savepoints. In the first attempt none
+   * is sent, and a failed store transaction marks the attempt `broken` instead.
+   */
+  savepoints: boolean;
   depth: { n: number };
   /**
-   * Nothing was written since the work savepoint: the next `transaction(db, fn)` needs no savepoint of its
-   * own (rolling back to the work savepoint is the same), so the usual call, one store transaction, costs
-   * no savepoint round trip.
+   * Nothing was written since the work savepoint (second attempt): the next store transaction needs no savepoint
+   * of its own (rolling back to the work savepoint is the same), so the usual call, one store transaction, costs no
+   * savepoint round trip beyond the work's.
    */
   clean: boolean;
+  /** A store transaction ran: the call's transaction may hold writes of the work. */
+  wrote: boolean;
+  /** A store transaction failed with no savepoint to roll back to: this attempt cannot commit. */
+  broken: boolean;
 }
 
 const ambient = new AsyncLocalStorage<Ambient>();
 
-/**
- * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside an idempotent
- * call it joins the call's transaction (rolled back alone when fn throws: to its own savepoint, or to the
- * call's work savepoint when nothing was written before it), so the write commits together with its
- * idempotency record. Every store's transactions go through here.
- */
-export async function transaction<DB, T>(
-  db: Kysely<DB>,
-  fn: (trx: Transaction<DB>) => Promise<T>,
-): Promise<T> {
-  const outer = ambient.getStore();
-  if (!outer) return db.transaction().execute(fn);
+/** Runs a store transaction's body inside the idempotent call's transaction (see `transaction`). */
+async function joined<T>(outer: Ambient, run: () => Promise<T>): Promise<T> {
+  outer.wrote = true;
+  if (!outer.savepoints) {
+    try {
+      return await run();
+    } catch (err) {
+      outer.broken = true;
+      throw err;
+    }
+  }
   const first = outer.clean;
   outer.clean = false;
   const name = first ? WORK_SAVEPOINT : sql.raw(`sp_${++outer.depth.n}`);
   if (!first) await sql`savepoint ${name}`.execute(outer.trx);
   try {
-    const out = await fn(outer.trx as Transaction<DB>);
+    const out = await run();
     if (!first) await sql`release savepoint ${name}`.execute(outer.trx);
     return out;
   } catch (err) {
@@ -122,6 +135,34 @@ export async function transaction<DB, T>(
     if (first) outer.clean = true;
     throw err;
   }
+}
+
+/**
+ * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside an idempotent
+ * call it joins the call's transaction (rolled back alone when fn throws: see the header), so the write
+ * commits together with its idempotency record. Every store's transactions go through here, or through
+ * `singleStatement`.
+ */
+export async function transaction<DB, T>(
+  db: Kysely<DB>,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  const outer = ambient.getStore();
+  if (!outer) return db.transaction().execute(fn);
+  return joined(outer, () => fn(outer.trx as Transaction<DB>));
+}
+
+/**
+ * Runs fn, which sends exactly ONE statement, as a transaction of its own: a statement is atomic by itself,
+ * so outside an idempotent call it runs on the pool without begin and commit (one round trip instead of
+ * three); inside one it joins the call's transaction as `transaction(db, fn)` does. A store's write that is
+ * one statement (its outbox row included, `outboxInsert`) goes through here. Two statements in fn would be
+ * two transactions outside an idempotent call: use `transaction` for more than one.
+ */
+export async function singleStatement<DB, T>(db: Kysely<DB>, fn: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  const outer = ambient.getStore();
+  if (!outer) return fn(db);
+  return joined(outer, () => fn(outer.trx as Transaction<DB>));
 }
 
 // --- one call under a key ------------------------------------------------------------------------------------
@@ -159,10 +200,20 @@ export interface IdempotentCallOptions<R> {
   onCommitted?: () => void;
 }
 
+/** Thrown inside an attempt's transaction to roll it back as a whole; what to do next. */
+class RolledBack {
+  constructor(readonly next: "second_attempt" | "answer_recorded") {}
+}
+
+type Attempt<R> =
+  | { kind: "answered"; outcome: IdempotentOutcome<R> }
+  | { kind: "refused"; refusal: ApiError }
+  | { kind: "rolled_back"; next: RolledBack["next"] };
+
 /**
  * Runs `work` once per Idempotency-Key of ctx.idempotency (see the header). Statements of a call that runs:
- * begin; the key's lock tried and its record read (one statement); the work savepoint; the work's own; the
- * record written (one upsert, replacing an expired record); commit.
+ * begin; the key's lock tried and its record read (one statement); the work's own; the record written (one
+ * upsert, replacing an expired record); commit.
  */
 export async function runIdempotent<R>(
   o: IdempotentCallOptions<R>,
@@ -170,83 +221,121 @@ export async function runIdempotent<R>(
 ): Promise<IdempotentOutcome<R>> {
   const idem = o.ctx.idempotency;
   if (!idem) return { response: await work(), replayed: false };
-  const t = o.ctx;
-  const scope = sql`organization_id = ${t.organizationId} and livemode = ${t.livemode}
+  let result = await attempt(o, work, false);
+  if (result.kind === "rolled_back" && result.next === "second_attempt")
+    result = await attempt(o, work, true);
+  if (result.kind === "rolled_back") {
+    // Another attempt recorded its result after our read: ours is undone, and theirs answered.
+    const { rows } = await sql<Found>`
+      select fingerprint, method, request_id, response, error from idempotency
+      where ${keyScope(o.ctx)} and created_at > ${LIVE_SINCE}`.execute(o.db);
+    if (!rows[0]) throw new Error("the idempotency record that refused the write is gone");
+    return answerRecorded(o, rows[0]);
+  }
+  if (result.kind === "refused") throw result.refusal;
+  if (!result.outcome.replayed) o.onCommitted?.();
+  return result.outcome;
+}
+
+/** The record's columns of the call's key. */
+function keyScope(t: TenantContext) {
+  const idem = t.idempotency!;
+  return sql`organization_id = ${t.organizationId} and livemode = ${t.livemode}
     and caller_organization_id = ${idem.callerOrganizationId} and idempotency_key = ${idem.key}`;
-  const answerRecorded = (found: Found): IdempotentOutcome<R> => {
-    if (found.fingerprint !== idem.fingerprint || found.method !== o.method)
-      throw new ApiError(
-        "idempotency_conflict",
-        "This Idempotency-Key was already used with a different request; use a new key for a new request.",
-        { idempotency_key: idem.key },
-      );
-    if (found.response) return { response: o.decode(found.response), replayed: true };
-    // Text keeps the recorded key order (a table created as jsonb by an earlier kit answers an object).
-    const recorded = typeof found.error === "string" ? JSON.parse(found.error) : found.error;
-    throw replayedError(recorded as RecordedError, found.request_id);
-  };
-  let refusal: ApiError | undefined;
-  const outcome = await o.db.transaction().execute(async (trx) => {
-    // The lock and the read in one statement. Its snapshot may predate the lock: a record committed by the
-    // attempt that held the lock just before is then not seen here, but the upsert below finds it.
-    const { rows } = await sql<{ locked: boolean } & Partial<Found>>`
-      select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
-             i.fingerprint, i.method, i.request_id, i.response, i.error
-      from (select) as one
-      left join idempotency i on ${scope} and i.created_at > ${LIVE_SINCE}`.execute(trx);
-    const row = rows[0];
-    if (!row?.locked)
-      throw new ApiError(
-        "resource_busy",
-        "A request with this Idempotency-Key is still being processed; retry after the delay.",
-        { idempotency_key: idem.key },
-        { "Retry-After": String(BUSY_RETRY_AFTER_S) },
-      );
-    if (row.fingerprint !== null && row.fingerprint !== undefined) return answerRecorded(row as Found);
-    await sql`savepoint ${WORK_SAVEPOINT}`.execute(trx);
-    let response: R | undefined;
-    try {
-      response = await ambient.run({ trx, depth: { n: 0 }, clean: true }, work);
-    } catch (err) {
-      if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
-      await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
-      refusal = err;
-    }
-    const error = refusal
-      ? JSON.stringify({
-          code: refusal.code,
-          message: refusal.message,
-          details: refusal.details,
-          headers: refusal.headers,
-        } satisfies RecordedError)
-      : null;
-    // Inserted, or written over an expired record; a live record (committed after the read above) stays.
-    const recorded = await sql<{ ok: number }>`
-      insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
-        fingerprint, method, request_id, response, error)
-      values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
-        ${idem.fingerprint}, ${o.method}, ${t.requestId},
-        ${response === undefined ? null : Buffer.from(o.encode(response))}, ${error})
-      on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
-        set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
-            response = excluded.response, error = excluded.error, created_at = now()
-        where i.created_at <= ${LIVE_SINCE}
-      returning 1 as ok`.execute(trx);
-    if (recorded.rows.length === 0) {
-      // Another attempt recorded its result after our read: ours is undone, and theirs answered.
-      await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
-      refusal = undefined;
-      const { rows: live } = await sql<Found>`
-        select fingerprint, method, request_id, response, error from idempotency
-        where ${scope} and created_at > ${LIVE_SINCE}`.execute(trx);
-      if (!live[0]) throw new Error("the idempotency record that refused the write is gone");
-      return answerRecorded(live[0]);
-    }
-    return response === undefined ? undefined : { response, replayed: false };
-  });
-  if (outcome && !outcome.replayed) o.onCommitted?.();
-  if (refusal) throw refusal;
-  return outcome!;
+}
+
+/** The answer of a recorded result: replayed, or idempotency_conflict when it was recorded for another request. */
+function answerRecorded<R>(o: IdempotentCallOptions<R>, found: Found): IdempotentOutcome<R> {
+  const idem = o.ctx.idempotency!;
+  if (found.fingerprint !== idem.fingerprint || found.method !== o.method)
+    throw new ApiError(
+      "idempotency_conflict",
+      "This Idempotency-Key was already used with a different request; use a new key for a new request.",
+      { idempotency_key: idem.key },
+    );
+  if (found.response) return { response: o.decode(found.response), replayed: true };
+  // Text keeps the recorded key order (a table created as jsonb by an earlier kit answers an object).
+  const recorded = typeof found.error === "string" ? JSON.parse(found.error) : found.error;
+  throw replayedError(recorded as RecordedError, found.request_id);
+}
+
+/**
+ * One attempt in one transaction. Without `savepoints`, rolled back as a whole (next: a second attempt) when the
+ * work's writes would have to be undone alone; with them, a refusal is rolled back to the work savepoint.
+ */
+async function attempt<R>(
+  o: IdempotentCallOptions<R>,
+  work: () => Promise<R>,
+  savepoints: boolean,
+): Promise<Attempt<R>> {
+  const t = o.ctx;
+  const idem = t.idempotency!;
+  try {
+    return await o.db.transaction().execute(async (trx): Promise<Attempt<R>> => {
+      // The lock and the read in one statement. Its snapshot may predate the lock: a record committed by the
+      // attempt that held the lock just before is then not seen here, but the upsert below finds it.
+      const { rows } = await sql<{ locked: boolean } & Partial<Found>>`
+        select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
+               i.fingerprint, i.method, i.request_id, i.response, i.error
+        from (select) as one
+        left join idempotency i on ${keyScope(t)} and i.created_at > ${LIVE_SINCE}`.execute(trx);
+      const row = rows[0];
+      if (!row?.locked)
+        throw new ApiError(
+          "resource_busy",
+          "A request with this Idempotency-Key is still being processed; retry after the delay.",
+          { idempotency_key: idem.key },
+          { "Retry-After": String(BUSY_RETRY_AFTER_S) },
+        );
+      if (row.fingerprint !== null && row.fingerprint !== undefined)
+        return { kind: "answered", outcome: answerRecorded(o, row as Found) };
+      if (savepoints) await sql`savepoint ${WORK_SAVEPOINT}`.execute(trx);
+      const amb: Ambient = { trx, savepoints, depth: { n: 0 }, clean: true, wrote: false, broken: false };
+      let response: R | undefined;
+      let refusal: ApiError | undefined;
+      try {
+        response = await ambient.run(amb, work);
+      } catch (err) {
+        if (amb.broken) throw new RolledBack("second_attempt");
+        if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
+        refusal = err;
+      }
+      // A store transaction failed and the work went on: its writes cannot be undone alone here.
+      if (amb.broken) throw new RolledBack("second_attempt");
+      // A refusal is recorded without the work's writes.
+      if (refusal && amb.wrote) {
+        if (!savepoints) throw new RolledBack("second_attempt");
+        await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
+      }
+      const error = refusal
+        ? JSON.stringify({
+            code: refusal.code,
+            message: refusal.message,
+            details: refusal.details,
+            headers: refusal.headers,
+          } satisfies RecordedError)
+        : null;
+      // Inserted, or written over an expired record; a live record (committed after the read above) stays.
+      const recorded = await sql<{ ok: number }>`
+        insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
+          fingerprint, method, request_id, response, error)
+        values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
+          ${idem.fingerprint}, ${o.method}, ${t.requestId},
+          ${response === undefined ? null : Buffer.from(o.encode(response))}, ${error})
+        on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
+          set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
+              response = excluded.response, error = excluded.error, created_at = now()
+          where i.created_at <= ${LIVE_SINCE}
+        returning 1 as ok`.execute(trx);
+      if (recorded.rows.length === 0) throw new RolledBack("answer_recorded");
+      return refusal
+        ? { kind: "refused", refusal }
+        : { kind: "answered", outcome: { response: response as R, replayed: false } };
+    });
+  } catch (err) {
+    if (err instanceof RolledBack) return { kind: "rolled_back", next: err.next };
+    throw err;
+  }
 }
 
 /** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */

@@ -7,9 +7,10 @@
  * before commit and transactions commit out of order, so such a cursor would
  * skip late commits. It reads every row still unsent, oldest id first.
  *
- * Per-organization commit order: writeOutbox takes a transaction-scoped
- * advisory lock on (schema, organization) before it draws the row's id, and
- * holds it to commit. So one organization's outbox ids are in the order its
+ * Per-organization commit order: writeOutbox (and outboxInsert, the same
+ * insert inside the statement of the write that causes the event) takes a
+ * transaction-scoped advisory lock on (schema, organization) before it draws
+ * the row's id, and holds it to commit. So one organization's outbox ids are in the order its
  * transactions committed, and when the relay sees a row of an organization, it
  * also sees every earlier row of that organization. Cost: one organization's
  * event-writing transactions are serialised from their writeOutbox call to
@@ -19,7 +20,15 @@
  * locks; Postgres breaks a resulting deadlock by aborting one transaction.
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
-import { Migrator, sql, type Kysely, type Generated, type Migration, type Transaction } from "kysely";
+import {
+  Migrator,
+  sql,
+  type Kysely,
+  type Generated,
+  type Migration,
+  type RawBuilder,
+  type Transaction,
+} from "kysely";
 import { startLeaderJob, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
 import { createDb, lockKey } from "./db";
@@ -118,6 +127,32 @@ export async function writeOutbox<DB extends WithOutbox>(
            ${JSON.stringify(event)}::jsonb, ${traceContextColumn()}::jsonb
     from (select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})) as org_lock`.execute(trx);
 }
+
+/**
+ * The outbox insert of an event caused by a write of the same statement, as the body of a data-modifying CTE
+ * (`with written as (insert ... returning ...), event as (${outboxInsert(e, "written")}) select ... from written`):
+ * the event is recorded for the row `source` yields (the CTE of the write; no row: no event, and the lock is not
+ * needed), after the organization's outbox lock is taken, as writeOutbox does, before the row's id is drawn. So a
+ * write and its event cost one statement; under singleStatement (idempotency.ts), outside an idempotent call, no
+ * begin and no commit either.
+ *
+ * The event's created_at is the transaction's time, now(), rendered as `toISOString()` renders it (milliseconds,
+ * truncated, UTC): the time a row written with `default now()` carries, which a caller building the event before
+ * the write does not know yet.
+ */
+export function outboxInsert(event: Omit<DomainEvent, "created_at">, source: string): RawBuilder<unknown> {
+  const { created_at: _, ...rest } = event as DomainEvent;
+  return sql`
+    insert into outbox (event_id, organization_id, livemode, type, payload, trace_context)
+    select ${event.id}, ${event.organization_id}, ${event.livemode}, ${event.type},
+           ${JSON.stringify(rest)}::jsonb || jsonb_build_object('created_at', ${NOW_ISO}),
+           ${traceContextColumn()}::jsonb
+    from ${sql.table(source)} as written,
+         (select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})) as org_lock`;
+}
+
+/** now() as JavaScript's `Date.prototype.toISOString()` renders a timestamp (to_char's MS truncates, as a Date does). */
+const NOW_ISO = sql<string>`to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 function traceContextColumn(): string | null {
   const carrier = activeTraceContext();

@@ -1,4 +1,11 @@
-import { JSON_LIMITS, parseStrictJson, parseStrictJsonBytes, textProblem } from "./strict-json";
+import {
+  JSON_LIMITS,
+  parseStrictJson,
+  parseStrictJsonBytes,
+  parseStrictly,
+  textProblem,
+  type JsonLimits,
+} from "./strict-json";
 
 const bytes = (...b: number[]) => Uint8Array.from(b);
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -141,5 +148,117 @@ describe("textProblem", () => {
     expect(textProblem("\ud800")?.rule).toBe("lone_surrogate");
     expect(textProblem("x\udc00")?.rule).toBe("lone_surrogate");
     expect(textProblem("\ude00\ud83d")?.rule).toBe("lone_surrogate");
+  });
+});
+
+describe("parseStrictJson's JSON.parse first", () => {
+  /** The same result as the strict parser alone: value, issues or refusal (rule, pointer and message). */
+  const agrees = (text: string, limits: JsonLimits = JSON_LIMITS) => {
+    const both = { text, quick: parseStrictJson(text, limits), strict: parseStrictly(text, limits) };
+    expect(both.quick).toEqual(both.strict);
+    // toEqual does not tell a member from a prototype: the values must also have the same own members in order.
+    if (both.quick.ok && both.strict.ok) expect(shape(both.quick.value)).toEqual(shape(both.strict.value));
+  };
+  const shape = (v: unknown): unknown =>
+    v === null || typeof v !== "object"
+      ? v
+      : Array.isArray(v)
+        ? v.map(shape)
+        : [
+            Object.getPrototypeOf(v) === Object.prototype,
+            Object.keys(v).map((k) => [k, shape((v as never)[k])]),
+          ];
+
+  it("agrees with the strict parser on documents made to trip a shortcut", () => {
+    const deep = (n: number) => "[".repeat(n) + "]".repeat(n);
+    const docs = [
+      '{"a": 1, "a": 1}',
+      '{"x": {"a": 1}, "y": {"a": 1, "b": {"c": [1, {"d": 2, "d": 3}]}}}',
+      '{"a\\": 1, "a\\\"": 2, "a\"": 3}',
+      '{"v": "\\", "w": "\\\"", "k": "x\": 1, \"k"}',
+      '["a", ":b", "c" , : ]',
+      '["a", ":b"]',
+      '{"s": "\": \"", "s2": 1}',
+      '{"a"  :  1, "b"\t:\n2, "c"\r\n: 3}',
+      '{"__proto__": 1, "__proto__": 2}',
+      '{"__proto__": {"a": 1}, "constructor": 2, "toString": 3}',
+      '{"1": 1, "01": 2, "1.0": 3, "-1": 4, "10": 5, "2": 6}',
+      '{"nul": "\u0000"}',
+      '{"k\u0000": 1}',
+      '{"lone": "\ud800"}',
+      '{"lone": "\udc00x"}',
+      '{"pair": "\ud83d\ude00", "raw": "😀"}',
+      '{"literal": "\\u0000"}',
+      '{"a": [1, 2, 3], "n": -0, "e": 1e400, "f": 1.5E-3, "big": 12345678901234567890}',
+      deep(32),
+      deep(33),
+      `{"a": ${deep(31)}}`,
+      `{"a": ${deep(32)}}`,
+      "",
+      "{",
+      '"s"',
+      "1",
+      "{}  ",
+      "\ufeff{}",
+      '{"a": 1,}',
+    ];
+    for (const text of docs) agrees(text);
+  });
+
+  it("agrees at the bounds of members and items", () => {
+    const limits: JsonLimits = { maxDepth: 4, maxMembers: 3, maxItems: 3 };
+    for (const text of [
+      '{"a": 1, "b": 2, "c": 3}',
+      '{"a": 1, "b": 2, "c": 3, "d": 4}',
+      '{"a": 1, "b": 2, "a": 3, "c": 4}',
+      "[1, 2, 3]",
+      "[1, 2, 3, 4]",
+      "[[[[]]]]",
+      "[[[[[]]]]]",
+      '[[[{"a": "x"}]]]',
+      '[[[[{"a": 1}]]]]',
+    ])
+      agrees(text, limits);
+  });
+
+  it("agrees on generated documents (duplicate names, escapes, surrogates, nesting)", () => {
+    let seed = 20261123;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const pieces = [
+      "a",
+      "b",
+      "\\",
+      '\"',
+      "\u0000",
+      "\ud800",
+      "\udfff",
+      "\ud83d\ude00",
+      "😀",
+      ": ",
+      '\":',
+      "é",
+      "\n",
+      "/",
+    ];
+    const str = () => `"${Array.from({ length: rand(4) }, () => pieces[rand(pieces.length)]).join("")}"`;
+    const names = ['"a"', '"b"', '"c"', '"\\"', '"a\""', '"__proto__"', '"1"'];
+    const doc = (depth: number): string => {
+      const kind = depth > 6 ? rand(4) : rand(7);
+      if (kind === 0) return String(rand(1000) - 500);
+      if (kind === 1) return str();
+      if (kind === 2) return ["true", "false", "null"][rand(3)]!;
+      if (kind === 3) return "1.5e3";
+      if (kind <= 4) return `[${Array.from({ length: rand(4) }, () => doc(depth + 1)).join(", ")}]`;
+      return `{${Array.from({ length: rand(4) }, () => `${names[rand(names.length)]} : ${doc(depth + 1)}`).join(",")}}`;
+    };
+    const limits: JsonLimits = { maxDepth: 5, maxMembers: 3, maxItems: 3 };
+    for (let n = 0; n < 3000; n++) {
+      const text = rand(2) ? `{"d": ${doc(0)}}` : `[${doc(0)}]`;
+      agrees(text, limits);
+      agrees(text);
+    }
   });
 });

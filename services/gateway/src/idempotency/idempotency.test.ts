@@ -42,4 +42,22 @@ describe("fingerprint", () => {
     expect(fingerprintOf("POST", "/p", undefined)).not.toBe(fingerprintOf("POST", "/p", {}));
     expect(canonicalJson({ b: null, a: "x" })).toBe('{"a":"x","b":null}');
   });
+
+  it("stays the fingerprint already recorded for a request (a retry compares with records up to 24 h old)", () => {
+    expect(
+      fingerprintOf("POST", "/v1/organizations/org_a/passports", {
+        category: "textile",
+        external_id: "SKU-1",
+        data: { product_name: "Shirt", material_composition: [{ percentage: 100, fiber: "cotton" }] },
+      }),
+    ).toBe("989317bb441e9806b8b0512ff066c5f1f1309fe6ebfc7cbe4ae9319b89bbee00");
+    expect(
+      fingerprintOf("PATCH", "/v1/organizations/org_a/passports/pp_1", {
+        data: { "10": 1, "2": [true, null, -0.5, "é😀\u2028"], __proto__x: {}, "": "" },
+      }),
+    ).toBe("8fdaacad1d577630fc0153afd3b5db29807c160a9c1019f415a50b578c6f2fb7");
+    expect(fingerprintOf("POST", "/v1/organizations/org_a/passports/pp_1/publish", undefined)).toBe(
+      "4d47a1df8ab25ea00448e4ea04fa7eda4cfb0cb706ea480d0ec19e74aa0257a8",
+    );
+  });
 });

@@ -5,7 +5,7 @@
  * calling key's organization) travel in the signed request context to the owning service, which records
  * the result in the same transaction as the write (@dpp/kit idempotency.ts).
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { invalidParameter } from "@dpp/contract";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
@@ -31,21 +31,35 @@ export function readIdempotencyKey(header: string | string[] | undefined): strin
   return header;
 }
 
-/** JSON with object keys sorted, so the same document always gives the same text. */
+/**
+ * JSON with object keys sorted, so the same document always gives the same text. Its text is part of every recorded
+ * fingerprint (a retry within 24 h compares with it): a change to it makes those retries conflicts. Built in one
+ * pass, without an intermediate array per object.
+ */
 export function canonicalJson(v: unknown): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (Array.isArray(v)) {
+    let out = "[";
+    for (let i = 0; i < v.length; i++) out += (i === 0 ? "" : ",") + canonicalJson(v[i]);
+    return out + "]";
+  }
   const o = v as Record<string, unknown>;
-  return `{${Object.keys(o)
-    .sort()
-    .filter((k) => o[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-    .join(",")}}`;
+  let out = "{";
+  let first = true;
+  for (const k of Object.keys(o).sort()) {
+    const member = o[k];
+    if (member === undefined) continue;
+    out += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalJson(member);
+    first = false;
+  }
+  return out + "}";
 }
 
 /** SHA-256 over method, path and canonical body (no body and `{}` differ). */
 export function fingerprintOf(method: string, path: string, body: unknown): string {
-  return createHash("sha256")
-    .update(`${method.toUpperCase()}\n${path}\n${body === undefined ? "" : canonicalJson(body)}`)
-    .digest("hex");
+  return hash(
+    "sha256",
+    `${method.toUpperCase()}\n${path}\n${body === undefined ? "" : canonicalJson(body)}`,
+    "hex",
+  );
 }

@@ -1,12 +1,13 @@
 /**
  * runIdempotent against the real Postgres, on a small schema of its own: the paths a service's tests cannot
  * provoke on purpose (a record committed between the key's read and the upsert; work that catches the failure
- * of one of its transactions and goes on).
+ * of one of its transactions and goes on; a refusal after a write, which runs the work a second time).
  */
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
-import { createIdempotencyTable, runIdempotent, transaction } from "../../src/idempotency";
+import { ApiError } from "@dpp/contract";
+import { createIdempotencyTable, runIdempotent, singleStatement, transaction } from "../../src/idempotency";
 import type { TenantContext } from "../../src/context";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";
 
@@ -59,6 +60,8 @@ const call = (ctx: TenantContext, work: () => Promise<string>) =>
 
 const insertItem = (name: string) =>
   transaction(db, (trx) => trx.insertInto("item").values({ name }).execute());
+const insertItemAlone = (name: string) =>
+  singleStatement(db, (q) => q.insertInto("item").values({ name }).execute());
 
 async function items(prefix: string): Promise<string[]> {
   const rows = await db.selectFrom("item").select("name").where("name", "like", `${prefix}%`).execute();
@@ -90,6 +93,93 @@ describe("runIdempotent", () => {
     });
     expect(out).toEqual({ response: "the first answer", replayed: true });
     expect(await items(ctx.requestId)).toEqual([]);
+  });
+
+  it("undoes a single-statement write too when the record was committed after its read", async () => {
+    const ctx = keyed();
+    const i = ctx.idempotency!;
+    const out = await call(ctx, async () => {
+      await insertItemAlone(`${ctx.requestId}-mine`);
+      await other
+        .insertInto("idempotency")
+        .values({
+          organization_id: ctx.organizationId,
+          livemode: ctx.livemode,
+          caller_organization_id: i.callerOrganizationId,
+          idempotency_key: i.key,
+          fingerprint: i.fingerprint,
+          method: METHOD,
+          request_id: "req_first",
+          response: encode("the first answer"),
+          error: null,
+        })
+        .execute();
+      return "the second answer";
+    });
+    expect(out).toEqual({ response: "the first answer", replayed: true });
+    expect(await items(ctx.requestId)).toEqual([]);
+  });
+
+  it("commits a single-statement write with the record, and replays the answer without running again", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await insertItemAlone(`${ctx.requestId}-one`);
+      return "written";
+    };
+    expect(await call(ctx, work)).toEqual({ response: "written", replayed: false });
+    expect(await call(ctx, work)).toEqual({ response: "written", replayed: true });
+    expect(runs).toBe(1);
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-one`]);
+  });
+
+  it("records a refusal made after a write without the write: the work runs again, its refusal rolled back alone", async () => {
+    for (const write of [insertItem, insertItemAlone]) {
+      const ctx = keyed();
+      let runs = 0;
+      const work = async (): Promise<string> => {
+        runs++;
+        await write(`${ctx.requestId}-${runs}`);
+        throw new ApiError("validation_failed", "Refused after writing.", { run: runs });
+      };
+      const first = await call(ctx, work).catch((err: unknown) => err);
+      expect(first).toBeInstanceOf(ApiError);
+      // The first attempt (no savepoint) was rolled back as a whole; the second recorded its refusal.
+      expect(runs).toBe(2);
+      expect((first as ApiError).details).toEqual({ run: 2 });
+      expect(await items(ctx.requestId)).toEqual([]);
+      const again = await call(ctx, work).catch((err: unknown) => err);
+      expect(runs).toBe(2);
+      expect(again).toMatchObject({
+        code: "validation_failed",
+        details: { run: 2 },
+        headers: { "Idempotent-Replayed": "true" },
+      });
+    }
+  });
+
+  it("records a refusal made before any write at once, the work run once", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async (): Promise<string> => {
+      runs++;
+      throw new ApiError("validation_failed", "Refused before writing.");
+    };
+    await expect(call(ctx, work)).rejects.toMatchObject({ code: "validation_failed" });
+    await expect(call(ctx, work)).rejects.toMatchObject({
+      code: "validation_failed",
+      headers: { "Idempotent-Replayed": "true" },
+    });
+    expect(runs).toBe(1);
+  });
+
+  it("runs a single-statement write on the pool outside a call: committed when it returns", async () => {
+    const name = `alone-${randomBytes(4).toString("hex")}`;
+    await insertItemAlone(name);
+    await expect(insertItemAlone(name)).rejects.toMatchObject({ code: "23505" });
+    const rows = await other.selectFrom("item").select("name").where("name", "=", name).execute();
+    expect(rows).toHaveLength(1);
   });
 
   it("replaces an expired record with the new result", async () => {

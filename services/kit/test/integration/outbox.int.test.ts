@@ -7,7 +7,7 @@ import { createDb, migrateSchema } from "../../src/db";
 import { newId, type DomainEvent } from "@dpp/contract";
 import { DOMAIN_EVENTS_TOPIC } from "../../src/events";
 import { createLogger } from "../../src/logger";
-import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
+import { OutboxRelay, createOutboxTable, outboxInsert, writeOutbox, type WithOutbox } from "../../src/outbox";
 import { backoffMs } from "../../src/jobs";
 import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
@@ -368,6 +368,82 @@ describe("outbox", () => {
     expect(await onBus(ids)).toEqual(ids);
     await eventually(async () => (deliveredIds(ids).length >= ids.length ? true : undefined));
     expect(deliveredIds(ids)).toEqual(ids);
+  });
+});
+
+describe("outboxInsert: the event in the statement of the write", () => {
+  /** A schema with an outbox and an `item` table whose rows carry the time of their write. */
+  async function withItems(label: string) {
+    const schema = `ob_${label}_${randomBytes(3).toString("hex")}`;
+    const db = createDb<any>({ url: tdb.url, schema, applicationName: "kit-outbox-test", max: 3 });
+    dbs.push(db);
+    await migrateSchema(db, schema, {
+      "0001": {
+        async up(d) {
+          await createOutboxTable(d);
+          await sql`create table item (name text primary key, created_at timestamptz not null default now())`.execute(
+            d,
+          );
+        },
+      },
+    });
+    return { db, schema };
+  }
+
+  /** Inserts an item unless it exists, and its event with it; the row written, or undefined. */
+  async function insertItem(db: Kysely<any>, name: string, e: DomainEvent) {
+    const { rows } = await sql<{ name: string; created_at: Date }>`
+      with written as (insert into item (name) values (${name}) on conflict do nothing returning *),
+      outbox_row as (${outboxInsert(e, "written")})
+      select * from written`.execute(db);
+    return rows[0];
+  }
+
+  it("records the event with the row, its created_at the time the row carries; no row written, no event", async () => {
+    const { db, schema } = await withItems("cte");
+    const e = event("org_cte");
+    const row = await insertItem(db, "one", e);
+    expect(row).toBeDefined();
+    const { rows } = await admin.query<{ event_id: string; payload: DomainEvent; organization_id: string }>(
+      `select event_id, organization_id, payload from ${schema}.outbox order by id`,
+    );
+    expect(rows).toEqual([
+      {
+        event_id: e.id,
+        organization_id: "org_cte",
+        payload: { ...e, created_at: row!.created_at.toISOString() },
+      },
+    ]);
+    expect(await insertItem(db, "one", event("org_cte"))).toBeUndefined();
+    expect(await outboxRows(schema)).toHaveLength(1);
+    const r = relay(db, schema);
+    expect(await r.drain()).toBe(1);
+    expect(await onBus([e.id])).toEqual([e.id]);
+  });
+
+  it("takes the organization's outbox lock: it waits for an open writer of the organization, and numbers after it", async () => {
+    const { db, schema } = await withItems("ctelock");
+    const first = event("org_cte_serial");
+    const second = event("org_cte_serial");
+    const open = await db.startTransaction().execute();
+    let pending: Promise<unknown> | undefined;
+    try {
+      await writeOutbox(open, first);
+      pending = insertItem(db, "waits", second);
+      await eventually(async () => {
+        const { rows } = await admin.query(
+          "select 1 from pg_locks where locktype = 'advisory' and not granted",
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      expect(await outboxRows(schema)).toEqual([]);
+      await open.commit().execute();
+    } catch (err) {
+      await open.rollback().execute();
+      throw err;
+    }
+    await pending;
+    expect((await outboxRows(schema)).map((r) => r.event_id)).toEqual([first.id, second.id]);
   });
 });
 

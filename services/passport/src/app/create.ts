@@ -1,7 +1,10 @@
-/** POST .../passports: a draft at version 1, its lead GTIN claimed and passport.created, in one transaction. */
+/**
+ * POST .../passports: a draft at version 1, its lead GTIN claimed and passport.created, in one transaction (without
+ * a GTIN, one statement).
+ */
 import { ApiError, domainEvent, newId, passportRelated } from "@dpp/contract";
 import { requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
-import { UniqueConflict, type PassportRow } from "../store";
+import type { NewPassportRow, PassportRow } from "../store";
 import { parseNewPassport, type NewPassport } from "../domain/create-passport";
 import { parseJsonBody } from "../domain/json-body";
 import { assertLiveWriteAllowed } from "../domain/plan-rules";
@@ -32,6 +35,10 @@ export function checkCreatePassport(ctx: RequestContext, input: CreateInput): vo
   checkCreate(ctx, input);
 }
 
+/**
+ * Without a GTIN, one statement (the passport and its passport.created; no begin, no commit). With one, a
+ * transaction: that statement, then the lead GTIN's claim.
+ */
 export async function createPassport(
   app: PassportApp,
   ctx: RequestContext,
@@ -39,32 +46,30 @@ export async function createPassport(
 ): Promise<PassportRow> {
   const { t, p } = checkCreate(ctx, input);
   const id = newId("pp");
-  let row: PassportRow;
-  try {
-    row = await app.store.transaction(async (tx) => {
-      const created = await tx.insertPassport(t, {
-        id,
-        category: p.category,
-        gtin: p.gtin,
-        serial_number: p.serialNumber,
-        external_id: p.externalId,
-        data: p.data,
-      });
-      if (p.gtin) await claimLeadGtin(tx, t, p.gtin, id);
-      await tx.appendEvent(
-        domainEvent("passport.created", t, passportRelated(created, null), created.created_at),
-      );
-      return created;
+  const row: NewPassportRow = {
+    id,
+    category: p.category,
+    gtin: p.gtin,
+    serial_number: p.serialNumber,
+    external_id: p.externalId,
+    data: p.data,
+  };
+  const draft = { organization_id: t.organizationId, id, category: p.category, status: "draft", version: 1 };
+  const event = domainEvent("passport.created", t, passportRelated(draft, null));
+  const gtin = p.gtin;
+  const created = gtin
+    ? await app.store.transaction(async (tx) => {
+        const inserted = await tx.createPassport(t, row, event);
+        if (inserted) await claimLeadGtin(tx, t, gtin, id);
+        return inserted;
+      })
+    : await app.store.createPassport(t, row, event);
+  if (!created)
+    throw new ApiError("already_exists", "A passport with this external_id already exists.", {
+      external_id: p.externalId,
+      passport_id: (await app.store.idByExternalId(t, p.externalId)) ?? null,
+      issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
     });
-  } catch (err) {
-    if (err instanceof UniqueConflict && err.key === "external_id")
-      throw new ApiError("already_exists", "A passport with this external_id already exists.", {
-        external_id: p.externalId,
-        passport_id: (await app.store.idByExternalId(t, p.externalId)) ?? null,
-        issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
-      });
-    throw err;
-  }
   app.onCommitted();
-  return row;
+  return created;
 }

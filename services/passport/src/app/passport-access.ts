@@ -27,7 +27,8 @@ export async function lockPassport(tx: PassportTx, t: TenantContext, id: string)
 
 /**
  * Writes a change to a passport locked in this transaction, only if it is still at the version read, and
- * records `event` in the outbox of the same transaction. precondition_failed when the version moved.
+ * records `event` in the outbox of the same transaction (one statement: the event describes the row the write
+ * leaves, the version after the read one). precondition_failed when the version moved.
  */
 export async function writeVersioned(
   tx: PassportTx,
@@ -37,8 +38,14 @@ export async function writeVersioned(
   event: PassportEventType,
   expectedVersion: number | undefined,
 ): Promise<PassportRow> {
-  const updated = await tx.updateVersioned(t, current.id, current.version, change);
+  const next = { ...current, status: change.status ?? current.status, version: current.version + 1 };
+  const updated = await tx.updateVersioned(
+    t,
+    current.id,
+    current.version,
+    change,
+    domainEvent(event, t, passportRelated(next, current.status)),
+  );
   if (!updated) throw preconditionFailed(current.version, expectedVersion);
-  await tx.appendEvent(domainEvent(event, t, passportRelated(updated, current.status), updated.updated_at));
   return updated;
 }

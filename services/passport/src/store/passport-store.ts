@@ -1,9 +1,9 @@
 import { sql, type Kysely } from "kysely";
-import { transaction } from "@dpp/kit";
+import { singleStatement, transaction } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
-import { PassportTx } from "./passport-tx";
-import type { Tenant } from "./types";
+import { insertPassportWithEvent, PassportTx, type PendingEvent } from "./passport-tx";
+import type { NewPassportRow, PassportRow, Tenant } from "./types";
 
 /** The store on the pool: reads, single-statement writes, and transactions. */
 export class PassportStore extends PassportReads {
@@ -19,13 +19,26 @@ export class PassportStore extends PassportReads {
     return transaction(this.db, (trx) => fn(new PassportTx(trx)));
   }
 
-  /** Deletes the variant claims held by these (gtin, owner) pairs; returns the GTINs deleted. */
+  /**
+   * A draft and its passport.created, written by one statement that is a transaction of its own (no begin, no
+   * commit; inside an idempotent call, part of the call's transaction). See insertPassportWithEvent.
+   */
+  createPassport(t: Tenant, p: NewPassportRow, event: PendingEvent): Promise<PassportRow | undefined> {
+    return singleStatement(this.db, (q) => insertPassportWithEvent(q, t, p, event));
+  }
+
+  /**
+   * Deletes the variant claims held by these (gtin, owner) pairs; returns the GTINs deleted. One statement (inside
+   * an idempotent call, part of the call's transaction).
+   */
   async releaseVariantClaims(t: Tenant, releases: { gtin: string; owner_id: string }[]): Promise<string[]> {
-    const { rows } = await sql<{ gtin: string }>`
+    const { rows } = await singleStatement(this.db, (q) =>
+      sql<{ gtin: string }>`
       delete from gtin_claim c using unnest(${releases.map((r) => r.gtin)}::text[], ${releases.map((r) => r.owner_id)}::text[]) as r(gtin, owner_id)
       where c.organization_id = ${t.organizationId} and c.livemode = ${t.livemode} and c.role = 'variant'
         and c.gtin = r.gtin and c.owner_id = r.owner_id
-      returning c.gtin`.execute(this.db);
+      returning c.gtin`.execute(q),
+    );
     return rows.map((r) => r.gtin);
   }
 }

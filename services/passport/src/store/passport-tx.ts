@@ -1,6 +1,6 @@
-import { sql, type Transaction } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import { type DomainEvent } from "@dpp/contract";
-import { isUniqueViolation, lockKey, writeOutbox } from "@dpp/kit";
+import { isUniqueViolation, lockKey, outboxInsert, writeOutbox } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
 import {
@@ -34,64 +34,50 @@ export class PassportTx extends PassportReads {
     );
   }
 
-  /** Inserts a draft at version 1. UniqueConflict("external_id") when the tenant has that external_id. */
-  insertPassport(t: Tenant, p: NewPassportRow): Promise<PassportRow> {
-    return uniqueConflicts(
-      this.trx
-        .insertInto("passport")
-        .values({
-          organization_id: t.organizationId,
-          livemode: t.livemode,
-          id: p.id,
-          category: p.category,
-          status: "draft",
-          gtin: p.gtin,
-          serial_number: p.serial_number,
-          external_id: p.external_id,
-          registry_id: null,
-          data: JSON.stringify(p.data),
-          published_at: null,
-          trashed_at: null,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow(),
-    );
+  /** See insertPassportWithEvent. */
+  createPassport(t: Tenant, p: NewPassportRow, event: PendingEvent): Promise<PassportRow | undefined> {
+    return insertPassportWithEvent(this.trx, t, p, event);
   }
 
   /**
    * Writes a change only if the passport is still at the version read (`WHERE version = <read>`), moving
-   * version and updated_at. Undefined when no row of the tenant has that id and version.
-   * UniqueConflict("external_id") when another passport of the tenant has the new external_id.
+   * version and updated_at, and records `event` for it in the outbox, in one statement (its created_at is the
+   * transaction's time, the new updated_at). Undefined when no row of the tenant has that id and version (nothing
+   * written, no event). UniqueConflict("external_id") when another passport of the tenant has the new external_id.
    */
-  updateVersioned(
+  async updateVersioned(
     t: Tenant,
     id: string,
     version: number,
     change: PassportChange,
+    event: PendingEvent,
   ): Promise<PassportRow | undefined> {
     const c = change;
-    return uniqueConflicts(
-      this.trx
-        .updateTable("passport")
-        // Undefined members are left out of SET.
-        .set({
-          status: c.status,
-          gtin: c.gtin,
-          serial_number: c.serial_number,
-          external_id: c.external_id,
-          data: c.data === undefined ? undefined : JSON.stringify(c.data),
-          published_at: c.published_at === undefined ? undefined : now,
-          trashed_at: c.trashed_at === undefined ? undefined : c.trashed_at === "now" ? now : null,
-          version: sql<number>`version + 1`,
-          updated_at: now,
-        })
-        .where("organization_id", "=", t.organizationId)
-        .where("livemode", "=", t.livemode)
-        .where("id", "=", id)
-        .where("version", "=", version)
-        .returningAll()
-        .executeTakeFirst(),
+    const update = this.trx
+      .updateTable("passport")
+      // Undefined members are left out of SET.
+      .set({
+        status: c.status,
+        gtin: c.gtin,
+        serial_number: c.serial_number,
+        external_id: c.external_id,
+        data: c.data === undefined ? undefined : JSON.stringify(c.data),
+        published_at: c.published_at === undefined ? undefined : now,
+        trashed_at: c.trashed_at === undefined ? undefined : c.trashed_at === "now" ? now : null,
+        version: sql<number>`version + 1`,
+        updated_at: now,
+      })
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .where("version", "=", version)
+      .returningAll();
+    const { rows } = await uniqueConflicts(
+      sql<PassportRow>`
+        with written as (${update}), outbox_row as (${outboxInsert(event, "written")})
+        select * from written`.execute(this.trx),
     );
+    return rows[0];
   }
 
   /** Inserts the claims whose GTIN nobody holds in the tenant; returns the GTINs inserted. */
@@ -200,6 +186,33 @@ export class PassportTx extends PassportReads {
   appendEvent(event: DomainEvent): Promise<void> {
     return writeOutbox(this.trx, event);
   }
+}
+
+/** A domain event to record with the write that causes it: its created_at is the transaction's time (outboxInsert). */
+export type PendingEvent = Omit<DomainEvent, "created_at">;
+
+/**
+ * Inserts a draft at version 1 and records `event` (its passport.created) in the outbox, in one statement: the
+ * row's created_at and the event's are both the transaction's time. Undefined when the tenant already has a
+ * passport with this external_id: nothing is written and the statement does not fail, so a transaction (or an
+ * idempotent call) it runs in goes on.
+ */
+export async function insertPassportWithEvent(
+  q: Kysely<PassportDB>,
+  t: Tenant,
+  p: NewPassportRow,
+  event: PendingEvent,
+): Promise<PassportRow | undefined> {
+  const { rows } = await sql<PassportRow>`
+    with written as (
+      insert into passport (organization_id, livemode, id, category, status, gtin, serial_number, external_id, data)
+      values (${t.organizationId}, ${t.livemode}, ${p.id}, ${p.category}, 'draft', ${p.gtin}, ${p.serial_number},
+              ${p.external_id}, ${JSON.stringify(p.data)}::jsonb)
+      on conflict on constraint passport_external_id_uq do nothing
+      returning *),
+    outbox_row as (${outboxInsert(event, "written")})
+    select * from written`.execute(q);
+  return rows[0];
 }
 
 async function uniqueConflicts<T>(write: Promise<T>): Promise<T> {

@@ -7,7 +7,7 @@ import { timestampDate } from "@dpp/proto";
 import { type DomainEvent } from "@dpp/contract";
 import { createLogger, DOMAIN_EVENTS_TOPIC, PgBus, type BusMessage, type Subscription } from "@dpp/kit";
 import { eventually } from "@dpp/kit/testing";
-import { liveTenant, refusal, startHarness, testTenant, type Harness } from "../harness";
+import { context, liveTenant, refusal, startHarness, testTenant, type Harness } from "../harness";
 
 let h: Harness;
 let bus: PgBus;
@@ -127,5 +127,49 @@ describe("passport.created", () => {
       return got.some((e) => (e.related as { id: string }).id === marker.id) ? got : undefined;
     });
     expect(events.map((e) => (e.related as { id: string }).id)).toEqual([once.id, marker.id]);
+  });
+});
+
+describe("an event of a write by id", () => {
+  it("describes the row the write left: its version, its status before, the time of its updated_at", async () => {
+    const t = testTenant();
+    const p = await h.create(t, { category: "textile", data: { product_name: "Before" } });
+    const { passport: updated } = await h.client.updatePassport(
+      { id: p.id, patchJson: JSON.stringify({ data: { product_name: "After" } }) },
+      { context: context(t) },
+    );
+    const { passport: trashed } = await h.client.trashPassport({ id: p.id }, { context: context(t) });
+    const rows = await outboxOf(t.organizationId);
+    expect(rows.map((r) => r.payload)).toEqual([
+      expect.objectContaining({ type: "passport.created" }),
+      {
+        id: rows[1]!.event_id,
+        type: "passport.updated",
+        organization_id: t.organizationId,
+        livemode: false,
+        created_at: timestampDate(updated!.updatedAt!).toISOString(),
+        related: {
+          object: "passport",
+          id: p.id,
+          name: `organizations/${t.organizationId}/passports/${p.id}`,
+          category: "textile",
+          status: "draft",
+          previous_status: "draft",
+          version: 2,
+        },
+      },
+      expect.objectContaining({
+        type: "passport.trashed",
+        created_at: timestampDate(trashed!.updatedAt!).toISOString(),
+        related: expect.objectContaining({ status: "trashed", previous_status: "draft", version: 3 }),
+      }),
+    ]);
+  });
+
+  it("is not written when the write is refused for a moved version", async () => {
+    const t = testTenant();
+    const p = await h.create(t, { category: "textile" });
+    await refusal(h.client.trashPassport({ id: p.id, expectedVersion: 7 }, { context: context(t) }));
+    expect((await outboxOf(t.organizationId)).map((r) => r.type)).toEqual(["passport.created"]);
   });
 });

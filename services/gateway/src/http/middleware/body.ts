@@ -44,7 +44,12 @@ export function bodyParsing(spec: RouteSpec) {
         );
       next();
     },
-    express.raw({ limit: spec.bodyLimitBytes, type: "application/json" }),
+    // The step above let only JSON bodies through: the reader checks the type again only for what that step
+    // skipped as empty (Content-Length: 0), as it did before.
+    express.raw({
+      limit: spec.bodyLimitBytes,
+      type: (req) => hasBody(req as Request) || Boolean((req as Request).is("application/json")),
+    }),
     (req: Request, _res: Response, next: NextFunction) => {
       if (!Buffer.isBuffer(req.body)) return next();
       const bytes = req.body;

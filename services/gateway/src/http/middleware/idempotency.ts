@@ -18,11 +18,19 @@ export function idempotencyKeySyntax(spec: RouteSpec) {
   return [step];
 }
 
-/** The normalised request path of a route: /v1 + the spec path with the parameters filled in. */
-function canonicalPath(spec: RouteSpec, params: Record<string, string>): string {
-  return (
-    "/v1" + spec.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(params[name] ?? ""))
-  );
+/**
+ * The normalised request path of a route, /v1 + the spec path with the parameters filled in, as a function of the
+ * parameters (the spec path is split once, when the route's chain is built).
+ */
+function canonicalPath(spec: RouteSpec): (params: Record<string, string>) => string {
+  // Odd items are parameter names, even items the literal text around them.
+  const parts = ("/v1" + spec.path).split(/\{(\w+)\}/);
+  return (params) => {
+    let path = parts[0]!;
+    for (let i = 1; i < parts.length; i += 2)
+      path += encodeURIComponent(params[parts[i]!] ?? "") + parts[i + 1]!;
+    return path;
+  };
 }
 
 /**
@@ -31,10 +39,11 @@ function canonicalPath(spec: RouteSpec, params: Record<string, string>): string 
  */
 export function idempotencyScope(spec: RouteSpec) {
   if (!spec.idempotent) return [];
+  const pathOf = canonicalPath(spec);
   const step = (req: Request, res: Response, next: NextFunction) => {
     const l = locals(res);
     if (l.idempotencyKey === undefined || !l.key) return next();
-    const path = canonicalPath(spec, req.params as Record<string, string>);
+    const path = pathOf(req.params as Record<string, string>);
     l.idempotency = {
       key: l.idempotencyKey,
       fingerprint: fingerprintOf(req.method, path, req.body),
