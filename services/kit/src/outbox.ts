@@ -292,7 +292,11 @@ export class OutboxRelay {
       // The lock is tried in a CTE the update joins, so no row is marked without it. Order is safe even
       // though the statement's snapshot may predate the previous holder's commit: rows it marked fail the
       // update's own `sent_at is null` re-check, and an organization's rows commit in id order (header).
-      const { rows } = await sql<(PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean }>`
+      // A statement whose snapshot predates the previous holder's commit marks nothing although rows may be
+      // waiting: with the lock held (a second try of a held lock succeeds), once more on a fresh snapshot, so an
+      // empty answer means the outbox is drained and never that another relay's pass was just committing.
+      const mark = () =>
+        sql<(PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean }>`
         with relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
         marked as (
           update outbox set sent_at = now()
@@ -303,7 +307,9 @@ export class OutboxRelay {
                     outbox.trace_context)
         select (select locked from relay_lock) as locked, m.*
         from (values (1)) as one (n) left join marked m on true`.execute(trx);
+      let { rows } = await mark();
       if (!rows[0]?.locked) return undefined;
+      if (rows.every((r) => r.id === null)) ({ rows } = await mark());
       const pending = rows.filter((r): r is PendingRow & { locked: boolean } => r.id !== null);
       pending.sort((a, b) => a.id - b.id);
       if (pending.length === 0) return 0;
