@@ -29,7 +29,7 @@ export interface RequestOptions {
 }
 
 export interface Harness {
-  stack: Stack;
+  stack: Stack<"process">;
   db: TestDatabase;
   admin: Admin;
   gatewayDb: Kysely<GatewayDB>;
@@ -72,6 +72,8 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
   const env: Record<string, string> = { ...o.env };
   for (const [k, v] of Object.entries(HARNESS_ENV)) if (process.env[k] === undefined) env[k] ??= v;
   const stack = await startStack({
+    // Each service its own process, as in production (the tests kill and signal processes).
+    hosting: "process",
     databaseUrl: db.url,
     logDir,
     logLevel: "warn",

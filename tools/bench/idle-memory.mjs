@@ -1,9 +1,10 @@
 // Memory of `npm start` at idle: starts the local stack as a user does (`npm start`,
 // embedded Postgres), measures the time until the API answers and until the stack
 // prints that it is ready, lets it idle, then prints the resident memory of every
-// process of its tree (npm itself, the shell, the orchestrator, every service,
-// every Postgres process) and the totals, and stops it with SIGINT to its process
-// group, as Ctrl-C does. It prints figures and asserts nothing.
+// process of its tree (npm itself, the orchestrator with the services in its threads,
+// or every service process with STACK_HOSTING=process, every Postgres process and the
+// shell that stops Postgres with the stack) and the totals, and stops it with SIGINT
+// to its process group, as Ctrl-C does. It prints figures and asserts nothing.
 //
 //   node tools/bench/idle-memory.mjs                  this working tree
 //   node tools/bench/idle-memory.mjs --clone          a fresh `git clone` of this tree's HEAD in a
@@ -16,6 +17,8 @@
 //   node tools/bench/idle-memory.mjs --clone --ref main   a clone checked out at another revision
 //   node tools/bench/idle-memory.mjs --keep-clone     leave the clone in place (its path is printed)
 //   node tools/bench/idle-memory.mjs --dir <path>     another working tree (e.g. a kept clone: a warm start)
+//   node tools/bench/idle-memory.mjs --hosting process   STACK_HOSTING for the stack (threads, its default,
+//                                                     or process: every service its own process)
 //
 // RSS counts every page a process has resident, including pages it shares with
 // others: Postgres' shared buffers are counted once per Postgres process that
@@ -36,7 +39,7 @@ const opt = (name, fallback) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : fallback;
 };
-const known = ["--clone", "--ref", "--idle", "--ports", "--keep-clone", "--dir"];
+const known = ["--clone", "--ref", "--idle", "--ports", "--keep-clone", "--dir", "--hosting"];
 for (const a of args)
   if (a.startsWith("--") && !known.includes(a)) {
     console.error(`idle-memory: unknown option ${a} (known: ${known.join(", ")})`);
@@ -107,17 +110,20 @@ const serviceNames = JSON.parse(fs.readFileSync(path.join(root, "services.json")
   (s) => s.name,
 );
 
-/** A short name for a process of the stack's tree. */
-function label(cmd) {
+/** A short name for a process of the stack's tree; `threads`: no service runs as a process of its own. */
+function label(cmd, threads) {
   if (cmd.startsWith("postgres:")) return cmd.replace(/\s+/g, " ").slice(0, 60);
   if (/(^|\/)postgres( |$)/.test(cmd.split(" ")[0])) return "postgres (postmaster)";
   if (/npm(-cli\.js)? start$/.test(cmd) || /\bnpm start\b/.test(cmd)) return "npm start";
-  if (/^(\/bin\/)?(ba)?sh /.test(cmd)) return "sh -c (npm's script shell)";
+  if (/^(\/bin\/)?(ba)?sh /.test(cmd))
+    return cmd.includes("postmaster.pid")
+      ? "sh (stops Postgres with the stack)"
+      : "sh -c (npm's script shell)";
   // Services first: each is started with tools/stack/parent-watch.cjs preloaded, which names the stack too.
   for (const name of serviceNames)
     if (new RegExp(`services/${name}/|/${name}[./]`).test(cmd)) return `service ${name}`;
   if (/tools\/stack\//.test(cmd) || /\bstack[-.]/.test(cmd) || /\borchestrator\b/.test(cmd))
-    return "orchestrator";
+    return threads ? "stack (orchestrator, services in threads)" : "orchestrator";
   return cmd.slice(0, 60);
 }
 
@@ -141,6 +147,8 @@ async function main() {
 
   const env = { ...process.env };
   delete env.DATABASE_URL;
+  const hosting = opt("--hosting", undefined);
+  if (hosting !== undefined) env.STACK_HOSTING = hosting;
   const ports = {};
   for (const s of JSON.parse(fs.readFileSync(path.join(dir, "services.json"), "utf8")).services) {
     const variable = s.kind === "gateway" ? "PORT" : `${s.name.toUpperCase().replace(/-/g, "_")}_PORT`;
@@ -194,8 +202,10 @@ async function main() {
   console.log(`ready line printed:        ${ms(readyAt - started)} after \`npm start\``);
 
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-  const procs = tree(npm.pid)
-    .map((p) => ({ ...p, label: label(p.cmd), mem: memoryOf(p.pid) }))
+  const members = tree(npm.pid);
+  const threads = !members.some((p) => label(p.cmd, false).startsWith("service "));
+  const procs = members
+    .map((p) => ({ ...p, label: label(p.cmd, threads), mem: memoryOf(p.pid) }))
     .filter((p) => p.mem);
 
   console.log(`\nafter ${idleSeconds} s idle: ${procs.length} processes`);

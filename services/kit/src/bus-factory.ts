@@ -6,6 +6,8 @@ import type { Logger } from "./logger";
 export interface BusConfig extends Partial<KafkaEnv> {
   /** Database holding the bus schema (the Postgres-table transport). */
   BUS_DATABASE_URL?: string;
+  /** A connection idle this long in the bus's pool is closed (the Postgres-table transport). */
+  DB_POOL_IDLE_MS?: number;
   DATABASE_URL: string;
 }
 
@@ -35,5 +37,9 @@ export function createBus(
     log.info({ brokers: options.brokers, clientId: options.clientId }, "bus: kafka");
     return new KafkaBus({ ...options, createClient: o.createKafkaClient, testOnly: o.kafkaTestOnly });
   }
-  return new PgBus({ url: config.BUS_DATABASE_URL ?? config.DATABASE_URL, log });
+  return new PgBus({
+    url: config.BUS_DATABASE_URL ?? config.DATABASE_URL,
+    log,
+    idleTimeoutMs: config.DB_POOL_IDLE_MS,
+  });
 }

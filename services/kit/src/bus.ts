@@ -259,6 +259,8 @@ export interface PgBusOptions {
   batchSize?: number;
   /** Published messages older than this and read by every group are deleted. */
   retentionHours?: number;
+  /** A connection idle this long in the bus's pool is closed (30 s by default). */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -272,7 +274,14 @@ export class PgBus implements Bus {
   private readonly tracker: BusStatusTracker;
 
   constructor(private readonly o: PgBusOptions) {
-    this.db = createDb<BusDB>({ url: o.url, schema: BUS_SCHEMA, applicationName: "bus", max: 4, log: o.log });
+    this.db = createDb<BusDB>({
+      url: o.url,
+      schema: BUS_SCHEMA,
+      applicationName: "bus",
+      max: 4,
+      idleTimeoutMs: o.idleTimeoutMs,
+      log: o.log,
+    });
     this.tracker = new BusStatusTracker("postgres", o.log.child({ component: "bus" }));
   }
 

@@ -16,6 +16,7 @@ describe("loadConfig", () => {
       GRPC_ADDR: "127.0.0.1:7001",
       LOG_LEVEL: "info",
       DB_POOL_MAX: 10,
+      DB_POOL_IDLE_MS: 30000,
       RELAY_INTERVAL_MS: 500,
       RELAY_DEBOUNCE_MS: 10,
       SHUTDOWN_GRACE_MS: 10000,

@@ -14,6 +14,8 @@ export interface DbOptions {
   schema: string;
   applicationName: string;
   max?: number;
+  /** A connection idle this long in the pool is closed (30 s by default). */
+  idleTimeoutMs?: number;
   log?: Logger;
 }
 
@@ -21,7 +23,7 @@ export function createPool(o: DbOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: o.url,
     max: o.max ?? 10,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: o.idleTimeoutMs ?? 30_000,
     connectionTimeoutMillis: 5_000,
     statement_timeout: 15_000,
     idle_in_transaction_session_timeout: 30_000,

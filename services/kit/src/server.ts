@@ -1,3 +1,4 @@
+import { isMainThread, parentPort } from "node:worker_threads";
 import * as grpc from "@grpc/grpc-js";
 import { create } from "@bufbuild/protobuf";
 import { healthV1 } from "@dpp/proto";
@@ -109,7 +110,18 @@ export async function startGrpcServer(
 }
 
 /**
- * Runs `stop` once on SIGTERM or SIGINT, then exits. Used by every service's main.
+ * What a host posts to a service it runs in a worker thread (the local stack, tools/stack) to stop it as SIGTERM
+ * does: signals reach only the main thread of a process.
+ */
+export const SHUTDOWN_MESSAGE = { type: "dpp.shutdown" } as const;
+
+function isShutdownMessage(message: unknown): boolean {
+  return (message as { type?: unknown } | null)?.type === SHUTDOWN_MESSAGE.type;
+}
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT, or in a worker thread on SHUTDOWN_MESSAGE from its parent, then exits
+ * (a thread's process.exit ends the thread). Used by every service's main.
  */
 export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
   let stopping = false;
@@ -126,4 +138,11 @@ export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
   };
   process.on("SIGTERM", () => handler("SIGTERM"));
   process.on("SIGINT", () => handler("SIGINT"));
+  if (!isMainThread && parentPort) {
+    parentPort.on("message", (message: unknown) => {
+      if (isShutdownMessage(message)) handler("shutdown message");
+    });
+    // The port alone never keeps the thread alive (the service's servers and timers do).
+    parentPort.unref();
+  }
 }

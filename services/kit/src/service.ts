@@ -18,7 +18,8 @@
  *   runService(myService());
  *
  * `<service> migrate` applies the service's migrations (and the bus tables) and
- * exits; `<service> serve` (the default) runs until SIGTERM/SIGINT.
+ * exits; `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
+ * worker thread (the local stack), until its parent posts SHUTDOWN_MESSAGE.
  */
 import type * as grpc from "@grpc/grpc-js";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
@@ -59,7 +60,11 @@ export const commonServiceEnv = {
   /** Database of the Postgres-table bus; defaults to DATABASE_URL. */
   BUS_DATABASE_URL: postgresUrl.optional(),
   LOG_LEVEL: logLevel,
+  /** Logs are appended to this file instead of stdout (a service the local stack runs in a worker thread). */
+  LOG_FILE: z.string().min(1).optional(),
   DB_POOL_MAX: positiveInt(10),
+  /** A pooled connection idle this long is closed. */
+  DB_POOL_IDLE_MS: positiveInt(30_000),
   /** Outbox relay poll interval (it is also woken after each commit that wrote events). */
   RELAY_INTERVAL_MS: positiveInt(500),
   /**
@@ -240,6 +245,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       schema: def.schema,
       applicationName: def.name,
       max: config.DB_POOL_MAX,
+      idleTimeoutMs: config.DB_POOL_IDLE_MS,
       log,
     });
     steps.push(() => db.destroy());
@@ -354,7 +360,7 @@ export function runService<Env extends z.ZodRawShape, DB, Extra>(
     createLogger(def.name).fatal(err instanceof ConfigError ? err.message : String(err));
     process.exit(2);
   }
-  const log = createLogger(def.name, config.LOG_LEVEL);
+  const log = createLogger(def.name, config.LOG_LEVEL, config.LOG_FILE);
   if (command !== "migrate" && command !== "serve") {
     log.fatal({ command }, "unknown command; expected 'serve' or 'migrate'");
     process.exit(2);

