@@ -225,6 +225,9 @@ export async function runIdempotent<R>(
   if (result.kind === "rolled_back" && result.next === "second_attempt")
     result = await attempt(o, work, true);
   if (result.kind === "rolled_back") {
+    // The second attempt's savepoints roll a refusal or a failed store transaction back alone.
+    if (result.next !== "answer_recorded")
+      throw new Error("an idempotent call's second attempt was rolled back");
     // Another attempt recorded its result after our read: ours is undone, and theirs answered.
     const { rows } = await sql<Found>`
       select fingerprint, method, request_id, response, error from idempotency
