@@ -283,6 +283,9 @@ async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit
  * protobuf service of its registry entry must report SERVING too: a registered
  * name it does not serve is an error, not a wait.
  */
+/** Health check failures that say nothing about what the server serves. */
+const TRANSIENT = new Set(["upstream_timeout", "upstream_unavailable"]);
+
 async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness> {
   const client = createHealthClient(address, { deadlineMs: 1000 });
   const SERVING = healthV1.HealthCheckResponse_ServingStatus.SERVING;
@@ -290,7 +293,13 @@ async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness>
   try {
     if ((await check("")) !== SERVING) return "not yet";
     for (const name of s.protoServices) {
-      const status = await check(name).catch(() => undefined);
+      // A check that timed out or found the server gone is asked again; an answer other than SERVING is not.
+      const status = await check(name).catch((err: unknown) =>
+        TRANSIENT.has(String((err as { details?: { reason?: unknown } }).details?.reason))
+          ? "again"
+          : undefined,
+      );
+      if (status === "again") return "not yet";
       if (status !== SERVING)
         throw new RegistryMismatch(`${s.name} is up but does not serve ${name} (listed in services.json)`);
     }
