@@ -15,8 +15,9 @@ export interface PlanContext {
 /**
  * What the gateway established about a request and passes to every service.
  * It travels inside the signed context token (internal-auth.ts), all but the
- * request id, which goes beside it: a service trusts the context because the
- * token proves which service wrote it, and never sees API keys.
+ * request id and a write's Idempotency-Key and fingerprint, which go beside it:
+ * a service trusts the context because the token proves which service wrote it,
+ * and never sees API keys.
  */
 export interface RequestContext {
   /**
@@ -31,7 +32,11 @@ export interface RequestContext {
   keyId?: string;
   credentialKind?: CredentialKind;
   plan?: PlanContext;
-  /** The Idempotency-Key of a write and what it is scoped to (idempotency.ts); absent without a key. */
+  /**
+   * The Idempotency-Key of a write and what it is scoped to (idempotency.ts); absent without a key. Its caller
+   * organization is signed; its key and fingerprint travel beside the token
+   * (docs/decisions/0031-keyed-writes-reuse-tokens.md).
+   */
   idempotency?: IdempotencyContext;
   /**
    * Filled by the kit's client from the service's answer (never sent): whether the answer replayed the
@@ -45,8 +50,23 @@ export interface IdempotencyContext {
   key: string;
   /** SHA-256 (hex) of the request: method, path and canonical body. */
   fingerprint: string;
-  /** The organization of the calling key (a grant's holder may differ from the tenant). */
+  /**
+   * The organization of the calling key (a grant's holder may differ from the tenant). Signed: it is identity,
+   * which the service cannot derive (it knows the key's id, not the key's organization).
+   */
   callerOrganizationId: string;
+}
+
+/**
+ * What the token signs of a write's Idempotency-Key: that the call carries one, and whose scope it is recorded
+ * in. The key and fingerprint travel beside the token (internal-auth.ts, IDEMPOTENCY_KEY_METADATA_KEY), so that
+ * one token serves a key's writes to one method whatever their Idempotency-Keys.
+ */
+export interface SignedIdempotency {
+  callerOrganizationId: string;
+  /** Signed only by a caller of an earlier version, which put the key and fingerprint into the token. */
+  key?: string;
+  fingerprint?: string;
 }
 
 export interface CallOutcome {
@@ -61,6 +81,10 @@ export interface TenantContext extends RequestContext {
 
 /** The longest identifier the context carries (request id, organization, key, plan, ...). */
 const ID_MAX_LENGTH = 200;
+/** The longest Idempotency-Key (the gateway's rule, docs/decisions/0010-idempotency-and-rate-limits.md). */
+const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+/** A request fingerprint: SHA-256 in lowercase hex. */
+const FINGERPRINT = /^[0-9a-f]{64}$/;
 const id = z.string().min(1).max(ID_MAX_LENGTH);
 const limit = z.number().int().nonnegative();
 
@@ -74,11 +98,27 @@ export function isRequestId(value: unknown): value is string {
 }
 
 /**
- * What the caller signs of a request context: everything but the request id (which changes with
- * every request and travels beside the token, so that one token serves many calls) and the outcome
- * (filled from the answer, never sent).
+ * Whether `value` can be an Idempotency-Key: the rule the `idempotency.key` claim had, 1 to 255 characters.
+ * It travels beside the signed token as a gRPC metadata value, so in practice it is printable ASCII as well.
  */
-export type SignedContext = Omit<RequestContext, "requestId" | "outcome">;
+export function isIdempotencyKey(value: unknown): value is string {
+  return typeof value === "string" && value.length >= 1 && value.length <= IDEMPOTENCY_KEY_MAX_LENGTH;
+}
+
+/** Whether `value` can be a request fingerprint: 64 lowercase hex digits, the rule the claim had. */
+export function isFingerprint(value: unknown): value is string {
+  return typeof value === "string" && FINGERPRINT.test(value);
+}
+
+/**
+ * What the caller signs of a request context: everything but the request id (which changes with
+ * every request and travels beside the token, so that one token serves many calls), the Idempotency-Key
+ * and fingerprint of a write (beside the token too, for the same reason; only the caller organization of
+ * its idempotency is signed) and the outcome (filled from the answer, never sent). A RequestContext fits.
+ */
+export type SignedContext = Omit<RequestContext, "requestId" | "outcome" | "idempotency"> & {
+  idempotency?: SignedIdempotency;
+};
 
 /**
  * The wire form of a request context without its request id: the `ctx` claim of the signed token.
@@ -101,18 +141,24 @@ export const wireContextSchema = z.object({
       document_limit: limit.optional(),
     })
     .optional(),
+  // The caller organization alone (a keyed write; its key and fingerprint travel beside the token), or all
+  // three (a caller of an earlier version). A key without its fingerprint, or the reverse, is malformed.
   idempotency: z
     .object({
-      key: z.string().min(1).max(255),
-      fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
+      key: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_LENGTH).optional(),
+      fingerprint: z.string().regex(FINGERPRINT).optional(),
       caller_organization_id: id,
     })
+    .refine((i) => (i.key === undefined) === (i.fingerprint === undefined))
     .optional(),
 });
 
 export type WireContext = z.infer<typeof wireContextSchema>;
 
-/** The wire form of what is signed of `ctx`: its request id and outcome are left out. */
+/**
+ * The wire form of what is signed of `ctx`: its request id, outcome, Idempotency-Key and fingerprint are left
+ * out (of its idempotency, only the caller organization is signed).
+ */
 export function contextToWire(ctx: SignedContext): WireContext {
   const w: WireContext = {};
   if (ctx.organizationId !== undefined) w.organization_id = ctx.organizationId;
@@ -126,14 +172,7 @@ export function contextToWire(ctx: SignedContext): WireContext {
     if (p.unitLimit !== undefined) w.plan.unit_limit = p.unitLimit;
     if (p.documentLimit !== undefined) w.plan.document_limit = p.documentLimit;
   }
-  if (ctx.idempotency) {
-    const i = ctx.idempotency;
-    w.idempotency = {
-      key: i.key,
-      fingerprint: i.fingerprint,
-      caller_organization_id: i.callerOrganizationId,
-    };
-  }
+  if (ctx.idempotency) w.idempotency = { caller_organization_id: ctx.idempotency.callerOrganizationId };
   return w;
 }
 
@@ -156,24 +195,64 @@ export function contextFromWire(value: unknown): SignedContext | undefined {
   }
   if (w.idempotency) {
     const i = w.idempotency;
-    ctx.idempotency = {
-      key: i.key,
-      fingerprint: i.fingerprint,
-      callerOrganizationId: i.caller_organization_id,
-    };
+    ctx.idempotency = { callerOrganizationId: i.caller_organization_id };
+    if (i.key !== undefined && i.fingerprint !== undefined) {
+      ctx.idempotency.key = i.key;
+      ctx.idempotency.fingerprint = i.fingerprint;
+    }
   }
   return ctx;
 }
 
 /**
- * One call's request context: `signed` (which may be shared by many calls, e.g. a cached
- * verification) with this call's request id, in objects of its own, nested ones included, so
- * nothing a handler does to its context reaches another call.
+ * A call's Idempotency-Key and fingerprint as they travel beside its token (metadata values, each
+ * undefined when absent or sent twice). The kit's client sends both exactly when the context has an
+ * idempotency; a call without either sends no entry at all (`beside` undefined).
  */
-export function withRequestId(signed: SignedContext, requestId: string): RequestContext {
-  const ctx: RequestContext = { requestId, ...signed };
+export interface IdempotencyBeside {
+  key: string | undefined;
+  fingerprint: string | undefined;
+}
+
+/**
+ * The idempotency of one call: the signed caller organization with the key and fingerprint beside the
+ * token, checked by the rules the claims had. `null` when they do not fit what was signed: an
+ * idempotency signed and no valid key and fingerprint beside it, a key or fingerprint beside a token that
+ * signed none, or (a token of an earlier caller, which signed them) a key or fingerprint beside it that
+ * is not the signed one. Undefined for a call without an Idempotency-Key.
+ */
+export function idempotencyOf(
+  signed: SignedIdempotency | undefined,
+  beside: IdempotencyBeside | undefined,
+): IdempotencyContext | undefined | null {
+  if (!signed) return beside === undefined ? undefined : null;
+  const { callerOrganizationId } = signed;
+  if (signed.key !== undefined && signed.fingerprint !== undefined) {
+    // Signed by an earlier caller: the signed key and fingerprint hold; anything beside them must agree.
+    if (beside && (beside.key !== signed.key || beside.fingerprint !== signed.fingerprint)) return null;
+    return { key: signed.key, fingerprint: signed.fingerprint, callerOrganizationId };
+  }
+  if (!beside || !isIdempotencyKey(beside.key) || !isFingerprint(beside.fingerprint)) return null;
+  return { key: beside.key, fingerprint: beside.fingerprint, callerOrganizationId };
+}
+
+/**
+ * One call's request context: `signed` (which may be shared by many calls, e.g. a cached
+ * verification) with this call's request id and idempotency (idempotencyOf: required when `signed` has
+ * one), in objects of its own, nested ones included, so nothing a handler does to its context reaches
+ * another call.
+ */
+export function withRequestId(
+  signed: SignedContext,
+  requestId: string,
+  idempotency?: IdempotencyContext,
+): RequestContext {
+  const ctx = { requestId, ...signed } as RequestContext;
   if (signed.plan) ctx.plan = { ...signed.plan };
-  if (signed.idempotency) ctx.idempotency = { ...signed.idempotency };
+  if (signed.idempotency) {
+    if (!idempotency) throw new Error("a signed idempotency needs the call's key and fingerprint");
+    ctx.idempotency = { ...idempotency };
+  }
   return ctx;
 }
 

@@ -27,6 +27,8 @@ import { runIdempotent } from "./idempotency";
 import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
+  IDEMPOTENCY_FINGERPRINT_METADATA_KEY,
+  IDEMPOTENCY_KEY_METADATA_KEY,
   REQUEST_ID_METADATA_KEY,
   type ContextSigner,
   type ContextVerifier,
@@ -229,10 +231,20 @@ function verifyCall(verifier: ContextVerifier, md: grpc.Metadata, path: string):
   const tokens = md.get(CONTEXT_METADATA_KEY);
   if (tokens.length > 1) return { ok: false, reason: "malformed" };
   const token = tokens[0];
+  // A call without an Idempotency-Key carries neither entry; one with either carries both (or is refused).
+  const keyed =
+    md.get(IDEMPOTENCY_KEY_METADATA_KEY).length > 0 ||
+    md.get(IDEMPOTENCY_FINGERPRINT_METADATA_KEY).length > 0;
   return verifier.verify(
     typeof token === "string" ? token : undefined,
     path,
     single(md, REQUEST_ID_METADATA_KEY),
+    keyed
+      ? {
+          key: single(md, IDEMPOTENCY_KEY_METADATA_KEY),
+          fingerprint: single(md, IDEMPOTENCY_FINGERPRINT_METADATA_KEY),
+        }
+      : undefined,
   );
 }
 
@@ -405,8 +417,9 @@ function withoutCallerStack<T>(start: () => T): T {
 /**
  * A typed promise client; every call carries its request context signed for the
  * target service (a token valid at least until the call's deadline, reused by the
- * signer across calls with the same method and context), its request id beside the
- * token, and a deadline.
+ * signer across calls with the same method and signed context), its request id and
+ * (a write with an Idempotency-Key) the key and fingerprint beside the token, and a
+ * deadline.
  */
 export function createClient<T extends GenServiceMethods>(
   service: GenService<T>,
@@ -425,6 +438,11 @@ export function createClient<T extends GenServiceMethods>(
         const md = new grpc.Metadata();
         md.set(CONTEXT_METADATA_KEY, signer.sign(o.context, { audience, method, deadline }));
         md.set(REQUEST_ID_METADATA_KEY, o.context.requestId);
+        const idem = o.context.idempotency;
+        if (idem) {
+          md.set(IDEMPOTENCY_KEY_METADATA_KEY, idem.key);
+          md.set(IDEMPOTENCY_FINGERPRINT_METADATA_KEY, idem.fingerprint);
+        }
         const call = withoutCallerStack(
           () =>
             raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
@@ -433,7 +451,7 @@ export function createClient<T extends GenServiceMethods>(
         );
         // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
         // arrives before the answer: a replay is known when the promise resolves.
-        if (o.context.idempotency)
+        if (idem)
           call.on("metadata", (received: grpc.Metadata) => {
             if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
               o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };

@@ -379,20 +379,6 @@ describe("reused tokens", () => {
     expect(sign(s, { deadline: clock + 10 * 60_000 })).not.toBe(far);
   });
 
-  it("does not keep the token of a context with an Idempotency-Key: it expires at the deadline", () => {
-    const s = signer();
-    const write: RequestContext = {
-      ...ctxA,
-      idempotency: { key: "k1", fingerprint: "a".repeat(64), callerOrganizationId: "org_a" },
-    };
-    const t = sign(s, { ctx: write, deadline: T0 + 5000 });
-    expect(claimsOf(t)).toMatchObject({ iat: T0, exp: T0 + 5000 });
-    expect(s.cached).toBe(0);
-    const v = verifier();
-    expect(v.verify(t, METHOD, RID)).toMatchObject({ ok: true, ctx: write });
-    expect(v.cached).toBe(0);
-  });
-
   it("keeps a verified token and still checks the method, the expiry and the issue time on every call", () => {
     const v = verifier();
     const t = sign(signer());
@@ -488,6 +474,156 @@ describe("reused tokens", () => {
     expect(reason(v.verify(sign(s, { ctx: { ...ctxA, organizationId: "org_b" } }), METHOD, RID))).toBe("ok");
     expect(s.cached).toBe(1);
     expect(v.cached).toBe(1);
+  });
+});
+
+describe("writes with an Idempotency-Key", () => {
+  const CREATE = "/dpp.passport.v1.PassportService/CreatePassport";
+  const FP1 = "a".repeat(64);
+  const FP2 = "b".repeat(64);
+  const write = (key: string, fingerprint: string, callerOrganizationId = "org_a"): RequestContext => ({
+    ...ctxA,
+    requestId: `req_${key}`,
+    idempotency: { key, fingerprint, callerOrganizationId },
+  });
+  const signWrite = (s: ContextSigner, ctx: RequestContext) =>
+    s.sign(ctx, { audience: "passport", method: CREATE, deadline: clock + 5000 });
+
+  it("share one token whatever their keys and fingerprints, which are not in it", () => {
+    const s = signerOf("gateway", gateway.privateKey);
+    const first = signWrite(s, write("k-1", FP1));
+    clock += 1000;
+    const second = signWrite(s, write("k-2", FP2));
+    expect(second).toBe(first);
+    expect(s.cached).toBe(1);
+    expect(claimsOf(first)).toMatchObject({
+      iat: T0,
+      exp: T0 + TOKEN_REUSE_WINDOW_MS,
+      ctx: { organization_id: "org_a", idempotency: { caller_organization_id: "org_a" } },
+    });
+    const text = Buffer.from(first.split(".")[0]!, "base64url").toString();
+    for (const secret of ["k-1", "k-2", FP1, FP2]) expect(text).not.toContain(secret);
+    // The caller organization is signed: another one is another token; so is a write without a key.
+    expect(signWrite(s, write("k-1", FP1, "org_manager"))).not.toBe(first);
+    expect(signWrite(s, ctxA)).not.toBe(first);
+  });
+
+  it("verify the shared token once and give each call its own key and fingerprint", () => {
+    const t = signWrite(signerOf("gateway", gateway.privateKey), write("k-1", FP1));
+    const v = verifier();
+    const checks = jest.spyOn(crypto, "verify");
+    try {
+      const a = v.verify(t, CREATE, "req_a", { key: "k-1", fingerprint: FP1 });
+      const b = v.verify(t, CREATE, "req_b", { key: "k-2", fingerprint: FP2 });
+      expect(a).toMatchObject({ ok: true, ctx: { ...write("k-1", FP1), requestId: "req_a" } });
+      expect(b).toMatchObject({ ok: true, ctx: { ...write("k-2", FP2), requestId: "req_b" } });
+      expect(checks).toHaveBeenCalledTimes(1);
+      expect(v.cached).toBe(1);
+      // What one handler does to its idempotency no other call sees.
+      if (!a.ok || !b.ok) throw new Error("expected both calls to verify");
+      a.ctx.idempotency!.key = "k-changed";
+      a.ctx.idempotency!.callerOrganizationId = "org_changed";
+      expect(b.ctx.idempotency).toEqual({ key: "k-2", fingerprint: FP2, callerOrganizationId: "org_a" });
+      expect(v.verify(t, CREATE, "req_c", { key: "k-3", fingerprint: FP1 })).toMatchObject({
+        ok: true,
+        ctx: { idempotency: { key: "k-3", fingerprint: FP1, callerOrganizationId: "org_a" } },
+      });
+    } finally {
+      checks.mockRestore();
+    }
+  });
+
+  it.each([
+    ["no key and no fingerprint", undefined],
+    ["no key (absent or sent twice)", { key: undefined, fingerprint: FP1 }],
+    ["no fingerprint", { key: "k-1", fingerprint: undefined }],
+    ["an empty key", { key: "", fingerprint: FP1 }],
+    ["a key longer than 255 characters", { key: "k".repeat(256), fingerprint: FP1 }],
+    ["a fingerprint that is not 64 lowercase hex digits", { key: "k-1", fingerprint: "A".repeat(64) }],
+  ])(
+    "refuse a keyed token whose call carries %s beside it, as malformed, naming the issuer",
+    (_w, beside) => {
+      const t = signWrite(signerOf("gateway", gateway.privateKey), write("k-1", FP1));
+      const v = verifier();
+      expect(v.verify(t, CREATE, RID, beside)).toEqual({
+        ok: false,
+        reason: "malformed",
+        claimedIssuer: "gateway",
+      });
+      expect(v.cached).toBe(0);
+      expect(reason(v.verify(t, CREATE, RID, { key: "k-1", fingerprint: FP1 }))).toBe("ok");
+      // A kept token is checked on every call all the same.
+      expect(reason(v.verify(t, CREATE, RID, beside))).toBe("malformed");
+    },
+  );
+
+  it("refuse a key or fingerprint beside a token that signs no Idempotency-Key", () => {
+    const t = signWrite(signerOf("gateway", gateway.privateKey), ctxA);
+    const v = verifier();
+    expect(reason(v.verify(t, CREATE, RID, { key: "k-1", fingerprint: FP1 }))).toBe("malformed");
+    expect(reason(v.verify(t, CREATE, RID, { key: undefined, fingerprint: undefined }))).toBe("malformed");
+    expect(v.verify(t, CREATE, RID)).toMatchObject({ ok: true, ctx: { ...ctxA, requestId: RID } });
+    expect(v.verify(t, CREATE, RID)).not.toHaveProperty("ctx.idempotency");
+  });
+
+  it("check the token first: every refusal of the token keeps its reason", () => {
+    const s = signerOf("gateway", gateway.privateKey);
+    const t = signWrite(s, write("k-1", FP1));
+    const v = verifier();
+    expect(reason(v.verify(undefined, CREATE, RID, undefined))).toBe("missing");
+    expect(reason(v.verify(t, METHOD, RID, undefined))).toBe("wrong_method");
+    const stranger = signWrite(signerOf("gateway", admin.privateKey), write("k-1", FP1));
+    expect(reason(v.verify(stranger, CREATE, RID, undefined))).toBe("bad_signature");
+    clock += TOKEN_REUSE_WINDOW_MS + 5001;
+    expect(reason(v.verify(t, CREATE, RID, undefined))).toBe("expired");
+  });
+
+  describe("from a caller of the previous version, which signed the key and fingerprint", () => {
+    const earlier = (exp = T0 + 5000) =>
+      craft(
+        {
+          iss: "gateway",
+          aud: "passport",
+          rpc: CREATE,
+          iat: T0,
+          exp,
+          ctx: {
+            organization_id: "org_a",
+            livemode: true,
+            idempotency: { key: "k-old", fingerprint: FP1, caller_organization_id: "org_a" },
+          },
+        },
+        gateway.privateKey,
+      );
+    const expected = { key: "k-old", fingerprint: FP1, callerOrganizationId: "org_a" };
+
+    it("are accepted with nothing beside the token, or the same key and fingerprint", () => {
+      const v = verifier();
+      expect(v.verify(earlier(), CREATE, RID)).toMatchObject({ ok: true, ctx: { idempotency: expected } });
+      expect(v.verify(earlier(), CREATE, RID, { key: "k-old", fingerprint: FP1 })).toMatchObject({
+        ok: true,
+        ctx: { idempotency: expected },
+      });
+    });
+
+    it("are refused with another key or fingerprint beside the token: the signed ones must agree", () => {
+      const v = verifier();
+      expect(reason(v.verify(earlier(), CREATE, RID, { key: "k-new", fingerprint: FP1 }))).toBe("malformed");
+      expect(reason(v.verify(earlier(), CREATE, RID, { key: "k-old", fingerprint: FP2 }))).toBe("malformed");
+    });
+
+    it("are not kept: such a token serves one write", () => {
+      const v = verifier();
+      const checks = jest.spyOn(crypto, "verify");
+      try {
+        expect(reason(v.verify(earlier(), CREATE, RID))).toBe("ok");
+        expect(reason(v.verify(earlier(), CREATE, RID))).toBe("ok");
+        expect(checks).toHaveBeenCalledTimes(2);
+        expect(v.cached).toBe(0);
+      } finally {
+        checks.mockRestore();
+      }
+    });
   });
 });
 

@@ -1,20 +1,26 @@
 /**
  * Internal authentication: a service trusts a request context only when the
  * call proves which service sent it (docs/decisions/0012-internal-authentication.md,
- * tokens reused across calls: docs/decisions/0025-reusable-context-tokens.md).
+ * tokens reused across calls: docs/decisions/0025-reusable-context-tokens.md, by keyed
+ * writes too: docs/decisions/0031-keyed-writes-reuse-tokens.md).
  *
  * The context travels only inside one signed token, in the gRPC metadata entry
- * `x-dpp-context`, all but the request id, which goes beside it in `x-dpp-request-id`:
+ * `x-dpp-context`, all but the request id, which goes beside it in `x-dpp-request-id`,
+ * and a write's Idempotency-Key and fingerprint, beside it in `x-dpp-idempotency-key`
+ * and `x-dpp-idempotency-fingerprint` (the token signs that the call has a key, and
+ * the caller organization its record is scoped to):
  *
  *   base64url(claims JSON) "." base64url(Ed25519 signature over those exact bytes)
  *   claims = { iss: caller name, aud: target service name, rpc: "/pkg.Service/Method",
- *              iat, exp (ms since epoch), ctx: the request context without its request id
- *              (context.ts, wire form) }
+ *              iat, exp (ms since epoch), ctx: the request context without its request id,
+ *              Idempotency-Key and fingerprint (context.ts, wire form) }
  *
  * A call whose token is missing, malformed, signed by a caller or key the
  * service does not trust, meant for another service or method, expired or issued
- * in the future, or whose request id is absent or not 1 to 200 characters, is
- * answered UNAUTHENTICATED and its handler never runs. A token lives 30 s (or
+ * in the future, whose request id is absent or not 1 to 200 characters, or whose
+ * Idempotency-Key and fingerprint beside the token do not fit it (absent or
+ * malformed when it signs a key, present when it signs none), is answered
+ * UNAUTHENTICATED and its handler never runs. A token lives 30 s (or
  * until a later deadline) and never longer than 60 s; the signer reuses it for
  * the calls with the same audience, method and context while it outlives their
  * deadlines, and the verifier checks its signature once and its method, expiry
@@ -43,7 +49,7 @@
  *   });
  *   // every call carries its { context } signed for "passport", valid at least until the call's
  *   // deadline (a token signed earlier for the same method and context when it still is), and
- *   // the context's request id beside it
+ *   // the context's request id (and a write's Idempotency-Key and fingerprint) beside it
  *
  * PROBES: grpc.health.v1.Health stays open (Kubernetes cannot sign); use
  * createHealthClient(address) from grpc.ts, which sends no token.
@@ -79,8 +85,10 @@ import { z } from "zod";
 import {
   contextFromWire,
   contextToWire,
+  idempotencyOf,
   isRequestId,
   withRequestId,
+  type IdempotencyBeside,
   type RequestContext,
   type SignedContext,
   type WireContext,
@@ -90,6 +98,10 @@ import {
 export const CONTEXT_METADATA_KEY = "x-dpp-context";
 /** The metadata entry that carries the call's request id, beside the token and not signed. */
 export const REQUEST_ID_METADATA_KEY = "x-dpp-request-id";
+/** The metadata entry that carries a write's Idempotency-Key, beside the token and not signed. */
+export const IDEMPOTENCY_KEY_METADATA_KEY = "x-dpp-idempotency-key";
+/** The metadata entry that carries a write's request fingerprint, beside the token and not signed. */
+export const IDEMPOTENCY_FINGERPRINT_METADATA_KEY = "x-dpp-idempotency-fingerprint";
 /** No token lives longer than this, whatever the call's deadline. */
 export const MAX_TOKEN_LIFETIME_MS = 60_000;
 /** How far the caller's and the service's clocks may disagree. */
@@ -170,9 +182,10 @@ export interface SignOptions {
 export interface ContextSigner {
   readonly issuer: string;
   /**
-   * The metadata value that proves this caller sent `ctx` (all of it but its request id, which
-   * travels beside the token) to `audience` for `method`. A token signed earlier for the same
-   * audience, method and context is given again while it stays valid past the deadline.
+   * The metadata value that proves this caller sent `ctx` (all of it but its request id and its
+   * Idempotency-Key and fingerprint, which travel beside the token) to `audience` for `method`. A
+   * token signed earlier for the same audience, method and signed context is given again while it
+   * stays valid past the deadline.
    */
   sign(ctx: SignedContext, options: SignOptions): string;
   /** How many tokens are kept for reuse (at most the `cacheSize` the signer was built with). */
@@ -231,9 +244,9 @@ export const DEFAULT_TOKEN_CACHE_SIZE = 1000;
 /**
  * A signer for one caller; the private key is imported once. A token is minted for a window of
  * TOKEN_REUSE_WINDOW_MS (or until the call's deadline when that is later, never past 60 s) and
- * kept, by audience, method and context, for the calls that follow while it lives past their
- * deadlines. A context with an Idempotency-Key belongs to one write: its token expires at the
- * call's deadline and is not kept.
+ * kept, by audience, method and signed context, for the calls that follow while it lives past their
+ * deadlines. Writes with an Idempotency-Key share a token too: their keys and fingerprints are not
+ * signed, only that they have one and their caller organization.
  */
 export function createContextSigner(o: {
   issuer: string;
@@ -260,10 +273,6 @@ export function createContextSigner(o: {
       const latest = iat + MAX_TOKEN_LIFETIME_MS;
       const until = deadline ?? latest;
       const wire = contextToWire(ctx);
-      if (ctx.idempotency) {
-        const exp = Math.max(iat, Math.min(until, latest));
-        return mint({ iss: o.issuer, aud: audience, rpc: method, iat, exp, ctx: wire });
-      }
       const cacheKey = `${audience} ${method} ${JSON.stringify(wire)}`;
       const hit = cache.get(cacheKey);
       if (hit && hit.exp >= until) return hit.token;
@@ -297,11 +306,18 @@ export interface ContextVerifier {
   /** Names of the trusted callers. */
   readonly callers: readonly string[];
   /**
-   * Checks one call: its token (`undefined` when the call carried none) for `method`, and its
-   * request id (`undefined` when absent or sent twice), which must be 1 to 200 characters. The
-   * context given back is the call's own object.
+   * Checks one call: its token (`undefined` when the call carried none) for `method`, its request
+   * id (`undefined` when absent or sent twice), which must be 1 to 200 characters, and the
+   * Idempotency-Key and fingerprint beside the token (`undefined` when the call carried neither),
+   * which must be there, valid, exactly when the token signs an idempotency (context.ts,
+   * idempotencyOf). The context given back is the call's own object.
    */
-  verify(token: string | undefined, method: string, requestId: string | undefined): Verification;
+  verify(
+    token: string | undefined,
+    method: string,
+    requestId: string | undefined,
+    idempotency?: IdempotencyBeside,
+  ): Verification;
   /** How many verified tokens are kept (at most the `cacheSize` the verifier was built with). */
   readonly cached: number;
 }
@@ -334,8 +350,9 @@ function deepFreeze<T extends object>(value: T): Readonly<T> {
  * A verifier for one service; every trusted public key is imported once. A token that passed every
  * check is kept (by its exact text, up to `cacheSize`, while it lives) so that its signature,
  * claims and context are checked and parsed once; what depends on the call or the time (the
- * method, expiry and issue time with the clock skew, the request id) is checked on every call.
- * A refused token is never kept.
+ * method, expiry and issue time with the clock skew, the request id, the Idempotency-Key and
+ * fingerprint) is checked on every call. A refused token is never kept, nor one of an earlier
+ * caller that signed a write's key and fingerprint (it serves that one write).
  */
 export function createContextVerifier(o: {
   audience: string;
@@ -395,7 +412,7 @@ export function createContextVerifier(o: {
     get cached() {
       return cache.size;
     },
-    verify(token, method, requestId) {
+    verify(token, method, requestId, beside) {
       if (token === undefined || token === "") return refuse("missing");
       const kept = cache.get(token);
       let proven: Proven;
@@ -415,9 +432,17 @@ export function createContextVerifier(o: {
         return refuse("expired", caller);
       }
       if (!isRequestId(requestId)) return refuse("malformed", caller);
-      // A context with an Idempotency-Key belongs to one write: its token is not presented again.
-      if (!kept && !proven.ctx.idempotency) cache.put(token, proven, t);
-      return { ok: true, caller, ctx: withRequestId(proven.ctx, requestId), expiresAt: exp };
+      const signedIdem = proven.ctx.idempotency;
+      const idempotency = idempotencyOf(signedIdem, beside);
+      if (idempotency === null) return refuse("malformed", caller);
+      // A token whose claims hold a write's key (an earlier caller's) is not presented again.
+      if (!kept && signedIdem?.key === undefined) cache.put(token, proven, t);
+      return {
+        ok: true,
+        caller,
+        ctx: withRequestId(proven.ctx, requestId, idempotency),
+        expiresAt: exp,
+      };
     },
   };
 }

@@ -3,7 +3,7 @@
  * Postgres (127.0.0.1:5432, or the embedded one the jest global setup started
  * when none answers), so tests run in parallel without sharing rows.
  */
-import { randomBytes } from "node:crypto";
+import { createPrivateKey, randomBytes, sign } from "node:crypto";
 import pg from "pg";
 import type { z } from "zod";
 import * as grpc from "@grpc/grpc-js";
@@ -15,6 +15,7 @@ import {
   createContextSigner,
   formatTrustedKeys,
   generateInternalKeyPair,
+  publicKeyOf,
   type InternalKeyPair,
 } from "./internal-auth";
 import {
@@ -226,4 +227,17 @@ export function editToken(token: string, change: (claims: Record<string, any>) =
   const claims = JSON.parse(Buffer.from(payload!, "base64url").toString()) as Record<string, any>;
   change(claims);
   return `${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${signature}`;
+}
+
+/**
+ * A context token made by hand in the documented format (internal-auth.ts): any claims, signed with a caller's
+ * private key (base64url Ed25519 seed). What a caller of another version sends.
+ */
+export function signedToken(claims: Record<string, unknown>, privateKey: string): string {
+  const key = createPrivateKey({
+    key: { kty: "OKP", crv: "Ed25519", d: privateKey, x: publicKeyOf(privateKey) },
+    format: "jwk",
+  });
+  const payload = Buffer.from(JSON.stringify(claims), "utf8");
+  return `${payload.toString("base64url")}.${sign(null, payload, key).toString("base64url")}`;
 }

@@ -2,8 +2,10 @@
  * The gateway's part of idempotency (docs/decisions/0018-idempotency-with-the-write.md): for every route the
  * table marks `idempotent` (the spec's "accepted") it checks the Idempotency-Key's syntax and fingerprints
  * the request (method, path, canonical body). Key, fingerprint and scope (organization in the path, mode,
- * calling key's organization) travel in the signed request context to the owning service, which records
- * the result in the same transaction as the write (@dpp/kit idempotency.ts).
+ * calling key's organization) travel in the request context to the owning service, which records the
+ * result in the same transaction as the write (@dpp/kit idempotency.ts): the scope signed, the key and
+ * fingerprint beside the signed token (docs/decisions/0031-keyed-writes-reuse-tokens.md). Every key this
+ * accepts is a valid gRPC metadata value (printable ASCII; HTTP/1 strips surrounding spaces).
  */
 import { hash } from "node:crypto";
 import { invalidParameter } from "@dpp/contract";

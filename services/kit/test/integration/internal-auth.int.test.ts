@@ -24,6 +24,8 @@ import {
   createContextSigner,
   createContextVerifier,
   generateInternalKeyPair,
+  IDEMPOTENCY_FINGERPRINT_METADATA_KEY,
+  IDEMPOTENCY_KEY_METADATA_KEY,
   REQUEST_ID_METADATA_KEY,
   type ContextVerifier,
 } from "../../src/internal-auth";
@@ -147,9 +149,9 @@ const recording = (v: ContextVerifier): ContextVerifier => ({
   get cached() {
     return v.cached;
   },
-  verify: (token, method, requestId) => {
+  verify: (token, method, requestId, idempotency) => {
     tokensSeen.push(token);
-    return v.verify(token, method, requestId);
+    return v.verify(token, method, requestId, idempotency);
   },
 });
 
@@ -401,6 +403,86 @@ describe("the trust check of a gRPC service", () => {
     );
     expect(res.ok).toBe(true);
     expect(runs).toEqual([{ rpc: "GetPassport", ctx: { ...orgA, requestId: "req_raw" }, caller: "gateway" }]);
+  });
+
+  it("sends one token for keyed writes under different keys and gives each handler its call's own key", async () => {
+    const passport = createClient(passportV1.PassportService, address(), {
+      signer: gateway,
+      audience: "passport",
+    });
+    const write = (n: number): RequestContext => ({
+      ...orgA,
+      requestId: `req_w${n}`,
+      idempotency: { key: `key-${n}`, fingerprint: String(n).repeat(64), callerOrganizationId: "org_a" },
+    });
+    try {
+      await passport.createPassport({ category: "textile" }, { context: write(1) });
+      await passport.createPassport({ category: "textile" }, { context: write(2) });
+      expect(runs).toEqual([
+        { rpc: "CreatePassport", ctx: write(1), caller: "gateway" },
+        { rpc: "CreatePassport", ctx: write(2), caller: "gateway" },
+      ]);
+      expect(runs[0]!.ctx.idempotency).not.toBe(runs[1]!.ctx.idempotency);
+      expect(tokensSeen).toHaveLength(2);
+      expect(tokensSeen[1]).toBe(tokensSeen[0]);
+      // A write without a key has a token of its own: the keyed one signs that its calls carry a key.
+      await passport.createPassport({ category: "textile" }, { context: { ...orgA, requestId: "req_w3" } });
+      expect(tokensSeen[2]).not.toBe(tokensSeen[0]);
+      expect(runs[2]!.ctx).toEqual({ ...orgA, requestId: "req_w3" });
+    } finally {
+      passport.close();
+    }
+  });
+
+  it("refuses a keyed token without a valid key and fingerprint beside it, and a key beside a token without one", async () => {
+    const deadline = Date.now() + 5000;
+    const keyed = gateway.sign(
+      { ...orgA, idempotency: { key: "k", fingerprint: "f".repeat(64), callerOrganizationId: "org_a" } },
+      { audience: "passport", method: CREATE, deadline },
+    );
+    const plain = gateway.sign(orgA, { audience: "passport", method: CREATE, deadline });
+    const call = (token: string, beside: Array<[string, string]>) =>
+      metadata([[CONTEXT_METADATA_KEY, token], [REQUEST_ID_METADATA_KEY, "req_k"], ...beside]);
+    const fp: [string, string] = [IDEMPOTENCY_FINGERPRINT_METADATA_KEY, "f".repeat(64)];
+    await expectRefused("createPassport", call(keyed, []), "malformed");
+    await expectRefused("createPassport", call(keyed, [fp]), "malformed");
+    await expectRefused(
+      "createPassport",
+      call(keyed, [[IDEMPOTENCY_KEY_METADATA_KEY, "k".repeat(256)], fp]),
+      "malformed",
+    );
+    await expectRefused(
+      "createPassport",
+      call(keyed, [
+        [IDEMPOTENCY_KEY_METADATA_KEY, "k"],
+        [IDEMPOTENCY_FINGERPRINT_METADATA_KEY, "not-hex"],
+      ]),
+      "malformed",
+    );
+    await expectRefused(
+      "createPassport",
+      call(plain, [[IDEMPOTENCY_KEY_METADATA_KEY, "k"], fp]),
+      "malformed",
+    );
+    // The refusals name the token's issuer in the service's log.
+    expect(serverLog).toEqual([expect.objectContaining({ claimed_issuer: "gateway" })]);
+    const ok = await rawCall(
+      raw,
+      "createPassport",
+      call(keyed, [[IDEMPOTENCY_KEY_METADATA_KEY, "k-raw"], fp]),
+    );
+    expect(ok.ok).toBe(true);
+    expect(runs).toEqual([
+      {
+        rpc: "CreatePassport",
+        ctx: {
+          ...orgA,
+          requestId: "req_k",
+          idempotency: { key: "k-raw", fingerprint: "f".repeat(64), callerOrganizationId: "org_a" },
+        },
+        caller: "gateway",
+      },
+    ]);
   });
 
   it("refuses a token it already accepted when it is presented for another method", async () => {

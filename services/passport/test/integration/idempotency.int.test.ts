@@ -5,7 +5,18 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { reapIdempotencyRecords, type RequestContext } from "@dpp/kit";
+import {
+  CONTEXT_METADATA_KEY,
+  contextToWire,
+  createContextSigner,
+  IDEMPOTENCY_FINGERPRINT_METADATA_KEY,
+  IDEMPOTENCY_KEY_METADATA_KEY,
+  reapIdempotencyRecords,
+  REQUEST_ID_METADATA_KEY,
+  type RequestContext,
+} from "@dpp/kit";
+import { metadataOf, rawUnaryCall, signedToken } from "@dpp/kit/testing";
+import { passportV1 } from "@dpp/proto";
 import {
   context,
   createRequest,
@@ -179,5 +190,81 @@ describe("records", () => {
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from idempotency
       where organization_id = ${t.organizationId}`.execute(h.sql);
     expect(rows[0]!.n).toBe(0);
+  });
+});
+
+describe("the Idempotency-Key beside the context token", () => {
+  const CREATE = `/${passportV1.PassportService.typeName}/CreatePassport`;
+  const rawCreate = (b: CreateBody, entries: Array<[string, string]>) =>
+    rawUnaryCall(
+      h.service.address,
+      passportV1.PassportService,
+      "createPassport",
+      createRequest(b),
+      metadataOf(entries),
+    );
+
+  it("refuses a keyed write whose key or fingerprint is missing or malformed, and writes nothing", async () => {
+    const t = testTenant();
+    const ctx = keyed(t, newKey(), body("Half"));
+    const gateway = createContextSigner({ issuer: "gateway", privateKey: h.service.callerKeys.privateKey });
+    const token = gateway.sign(ctx, { audience: "passport", method: CREATE, deadline: Date.now() + 5000 });
+    const withToken: Array<[string, string]> = [
+      [CONTEXT_METADATA_KEY, token],
+      [REQUEST_ID_METADATA_KEY, "req_half"],
+    ];
+    for (const beside of [
+      [],
+      [[IDEMPOTENCY_KEY_METADATA_KEY, ctx.idempotency!.key]],
+      [
+        [IDEMPOTENCY_KEY_METADATA_KEY, ctx.idempotency!.key],
+        [IDEMPOTENCY_FINGERPRINT_METADATA_KEY, "0".repeat(63)],
+      ],
+    ] as Array<Array<[string, string]>>)
+      expect(await rawCreate(body("Half"), [...withToken, ...beside])).toMatchObject({
+        ok: false,
+        status: "UNAUTHENTICATED",
+      });
+    expect(await tenantRowCounts(h, t)).toMatchObject({ passport: 0, outbox: 0 });
+  });
+
+  it("accepts a keyed create of a gateway of the previous version (key and fingerprint signed) and replays it to a retry of the current one", async () => {
+    const t = testTenant();
+    const key = newKey();
+    const ctx = keyed(t, key, body("Old"));
+    const i = ctx.idempotency!;
+    const iat = Date.now();
+    const earlier = signedToken(
+      {
+        iss: "gateway",
+        aud: "passport",
+        rpc: CREATE,
+        iat,
+        exp: iat + 5000,
+        ctx: {
+          ...contextToWire(ctx),
+          idempotency: { key, fingerprint: i.fingerprint, caller_organization_id: i.callerOrganizationId },
+        },
+      },
+      h.service.callerKeys.privateKey,
+    );
+    const first = await rawCreate(body("Old"), [
+      [CONTEXT_METADATA_KEY, earlier],
+      [REQUEST_ID_METADATA_KEY, "req_old"],
+    ]);
+    if (!first.ok) throw new Error(`the earlier gateway's create was refused: ${first.status}`);
+    const retry = keyed(t, key, body("Old"));
+    const again = await create(retry, body("Old"));
+    expect(retry.outcome?.idempotentReplayed).toBe(true);
+    expect(again.passport).toEqual(first.response.passport);
+    // Beside a token that signed its key, another key is refused: the signed one is not overridden.
+    const other = await rawCreate(body("Old"), [
+      [CONTEXT_METADATA_KEY, earlier],
+      [REQUEST_ID_METADATA_KEY, "req_other"],
+      [IDEMPOTENCY_KEY_METADATA_KEY, newKey()],
+      [IDEMPOTENCY_FINGERPRINT_METADATA_KEY, i.fingerprint],
+    ]);
+    expect(other).toMatchObject({ ok: false, status: "UNAUTHENTICATED" });
+    expect(await tenantRowCounts(h, t)).toMatchObject({ passport: 1, outbox: 1 });
   });
 });
