@@ -97,7 +97,7 @@ function literal(v: unknown): string {
   if (v === null || v === undefined) return "null";
   if (typeof v === "string") {
     if (v.includes("\0")) throw new Error("a text value holds a NUL character");
-    return pg.escapeLiteral(v);
+    return v.includes("'") || v.includes("\\") ? pg.escapeLiteral(v) : `'${v}'`;
   }
   if (typeof v === "boolean") return v ? "true" : "false";
   // In parentheses when negative: "-" after an operator would start a comment.
