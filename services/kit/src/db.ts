@@ -1,6 +1,7 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError } from "@dpp/contract";
 import pg from "pg";
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from "kysely";
+import { Kysely, Migrator, PostgresDialect, sql, type CompiledQuery, type Migration } from "kysely";
 import type { Logger } from "./logger";
 
 // int8 (bigserial ids, count(*)) as JS numbers: every value we keep stays far below 2^53.
@@ -40,9 +41,71 @@ export function createPool(o: DbOptions): pg.Pool {
   return pool;
 }
 
+/** The connection `withConnection` asked for: the first one its Kysely call takes from the pool. */
+const claims = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
+
 /** A Kysely instance bound to one service schema. DB describes that schema only. */
 export function createDb<DB>(o: DbOptions): Kysely<DB> {
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool: createPool(o) }) });
+  const pool = createPool(o);
+  return new Kysely<DB>({
+    dialect: new PostgresDialect({
+      pool: {
+        async connect() {
+          const claim = claims.getStore();
+          const client = await pool.connect();
+          if (claim && !claim.client) claim.client = client;
+          return client;
+        },
+        end: () => pool.end(),
+      },
+    }),
+  });
+}
+
+/**
+ * Runs fn on one connection of db (made by `createDb`): `conn` sends Kysely's queries on it, and `client` is its
+ * node-postgres client, for what Kysely cannot send: several statements in one message (a query without values
+ * goes in node-postgres' simple protocol, and its answer is one result per statement, which Kysely's driver does
+ * not hand back). The connection returns to the pool when fn settles: fn ends any transaction it opened on it.
+ */
+export async function withConnection<DB, T>(
+  db: Kysely<DB>,
+  fn: (conn: Kysely<DB>, client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const claim: { client?: pg.PoolClient } = {};
+  return claims.run(claim, () =>
+    db.connection().execute((conn) => {
+      if (!claim.client) throw new Error("withConnection needs a database made by createDb");
+      return fn(conn, claim.client);
+    }),
+  );
+}
+
+/**
+ * A compiled query with its values written into its text, for `withConnection`'s several statements in one
+ * message: text as a quoted literal (pg's escapeLiteral; a NUL, which no text column can hold, refused), bytes
+ * as a bytea hex literal, numbers, booleans, null. The query's own text may hold no literal, comment or
+ * dollar quote (refused), so that every `$n` in it is a placeholder and no value can end up inside a comment.
+ */
+export function inlined(q: CompiledQuery): string {
+  if (/'|--|\/\*|\$(?!\d)/.test(q.sql))
+    throw new Error("a statement whose values are written into its text holds a literal or a comment");
+  return q.sql.replace(/\$(\d+)/g, (_, n: string) => literal(q.parameters[Number(n) - 1]));
+}
+
+function literal(v: unknown): string {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "string") {
+    if (v.includes("\0")) throw new Error("a text value holds a NUL character");
+    return v.includes("'") || v.includes("\\") ? pg.escapeLiteral(v) : `'${v}'`;
+  }
+  if (typeof v === "boolean") return v ? "true" : "false";
+  // In parentheses when negative: "-" after an operator would start a comment.
+  if (typeof v === "number" && Number.isFinite(v)) return v < 0 ? `(${v})` : String(v);
+  // An escape string literal, read the same whatever standard_conforming_strings says.
+  if (v instanceof Uint8Array)
+    return `E'\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}'::bytea`;
+  throw new Error(`a value of type ${typeof v} cannot be written into a statement`);
 }
 
 /**

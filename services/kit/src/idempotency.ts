@@ -15,8 +15,12 @@
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
  *      refusal (an ApiError other than resource_busy); then the transaction commits. The read of step 1
  *      may have missed a record that the previous holder of the lock committed just before: the upsert
- *      then finds it live and leaves it, the work is rolled back, and that record is answered as in
- *      step 1.
+ *      then finds it live, leaves it and fails, the work is rolled back, and that record is answered as
+ *      in step 1.
+ * The kit's own statements travel in two messages of several statements, one round trip each (decision
+ * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. So a call
+ * that runs costs two round trips beyond its work's statements, and what the work locks (an organization's
+ * outbox lock) is held for one round trip after the work's last statement answered.
  * A refusal is recorded without the work's writes. The first attempt sends no savepoint (decision 0028):
  * when the work refuses after a store transaction ran, or a store transaction fails, the attempt is
  * rolled back as a whole and the call runs again in a second attempt that puts a savepoint before the
@@ -30,8 +34,10 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { sql, type Kysely, type Transaction } from "kysely";
+import type { QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { TenantContext } from "./context";
+import { inlined, withConnection } from "./db";
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
 /** Seconds a client is told to wait when the same key is still being worked on. */
@@ -86,10 +92,12 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
 // --- the ambient transaction -------------------------------------------------------------------------------
 
 /** The savepoint a second attempt's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
-const WORK_SAVEPOINT = sql.raw("idempotent_work");
+const WORK_SAVEPOINT_NAME = "idempotent_work";
+const WORK_SAVEPOINT = sql.raw(WORK_SAVEPOINT_NAME);
 
 interface Ambient {
-  trx: Transaction<any>;
+  /** The call's connection, in its transaction. */
+  trx: Kysely<any>;
   /**
    * The second attempt (decision 0028): store transactions are protected by savepoints. In the first attempt none
    * is sent, and a failed store transaction marks the attempt `broken` instead.
@@ -211,9 +219,9 @@ type Attempt<R> =
   | { kind: "rolled_back"; next: RolledBack["next"] };
 
 /**
- * Runs `work` once per Idempotency-Key of ctx.idempotency (see the header). Statements of a call that runs:
- * begin; the key's lock tried and its record read (one statement); the work's own; the record written (one
- * upsert, replacing an expired record); commit.
+ * Runs `work` once per Idempotency-Key of ctx.idempotency (see the header). Round trips of a call that runs:
+ * begin with the key's lock tried and its record read (one statement), in one message; the work's own
+ * statements; the record written (one upsert, replacing an expired record) with commit, in one message.
  */
 export async function runIdempotent<R>(
   o: IdempotentCallOptions<R>,
@@ -262,9 +270,53 @@ function answerRecorded<R>(o: IdempotentCallOptions<R>, found: Found): Idempoten
   throw replayedError(recorded as RecordedError, found.request_id);
 }
 
+/** The key's lock tried and its record read, in one statement. */
+function lockAndRead(t: TenantContext) {
+  const idem = t.idempotency!;
+  return sql<{ locked: boolean } & Partial<Found>>`
+    select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
+           i.fingerprint, i.method, i.request_id, i.response, i.error
+    from (select) as one
+    left join idempotency i on ${keyScope(t)} and i.created_at > ${LIVE_SINCE}`;
+}
+
+/** What the record statement fails with when it finds a live record and leaves it (see `record`). */
+const RECORD_KEPT = "the idempotency record is live";
+
+/**
+ * The result written: inserted, or written over an expired record. A live record (committed after the read of
+ * `lockAndRead`) stays, and the statement then fails (a cast of RECORD_KEPT), so that the commit sent after it in
+ * the same message does not run and the work is rolled back.
+ */
+function record(t: TenantContext, method: string, response: Uint8Array | null, error: string | null) {
+  const idem = t.idempotency!;
+  return sql`
+    with recorded as (
+      insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
+        fingerprint, method, request_id, response, error)
+      values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
+        ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}, ${error})
+      on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
+        set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
+            response = excluded.response, error = excluded.error, created_at = now()
+        where i.created_at <= ${LIVE_SINCE}
+      returning 1)
+    select (case when not exists (select from recorded) then ${RECORD_KEPT} end)::int as kept`;
+}
+
+function isRecordKept(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === "22P02" && typeof e.message === "string" && e.message.includes(RECORD_KEPT);
+}
+
+/** Statements sent in one message (node-postgres' simple protocol: a query without values). */
+const message = (...statements: Array<string | false>) => statements.filter(Boolean).join(";\n");
+
 /**
  * One attempt in one transaction. Without `savepoints`, rolled back as a whole (next: a second attempt) when the
  * work's writes would have to be undone alone; with them, a refusal is rolled back to the work savepoint.
+ * The kit's own statements go in two messages (see the header), their values written into their text
+ * (`inlined`): node-postgres sends a query without values in one message however many statements it holds.
  */
 async function attempt<R>(
   o: IdempotentCallOptions<R>,
@@ -273,16 +325,20 @@ async function attempt<R>(
 ): Promise<Attempt<R>> {
   const t = o.ctx;
   const idem = t.idempotency!;
-  try {
-    return await o.db.transaction().execute(async (trx): Promise<Attempt<R>> => {
+  return withConnection(o.db, async (trx, client): Promise<Attempt<R>> => {
+    // Whether a transaction may be open on the connection: rolled back before the connection is given back.
+    let open = true;
+    try {
       // The lock and the read in one statement. Its snapshot may predate the lock: a record committed by the
-      // attempt that held the lock just before is then not seen here, but the upsert below finds it.
-      const { rows } = await sql<{ locked: boolean } & Partial<Found>>`
-        select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
-               i.fingerprint, i.method, i.request_id, i.response, i.error
-        from (select) as one
-        left join idempotency i on ${keyScope(t)} and i.created_at > ${LIVE_SINCE}`.execute(trx);
-      const row = rows[0];
+      // attempt that held the lock just before is then not seen here, but the record statement finds it.
+      const opened = await client.query(
+        message(
+          "begin",
+          inlined(lockAndRead(t).compile(o.db)),
+          savepoints && `savepoint ${WORK_SAVEPOINT_NAME}`,
+        ),
+      );
+      const row = resultOf(opened, "SELECT").rows[0] as ({ locked: boolean } & Partial<Found>) | undefined;
       if (!row?.locked)
         throw new ApiError(
           "resource_busy",
@@ -290,9 +346,12 @@ async function attempt<R>(
           { idempotency_key: idem.key },
           { "Retry-After": String(BUSY_RETRY_AFTER_S) },
         );
-      if (row.fingerprint !== null && row.fingerprint !== undefined)
-        return { kind: "answered", outcome: answerRecorded(o, row as Found) };
-      if (savepoints) await sql`savepoint ${WORK_SAVEPOINT}`.execute(trx);
+      if (row.fingerprint !== null && row.fingerprint !== undefined) {
+        const outcome = answerRecorded(o, row as Found);
+        await client.query("commit");
+        open = false;
+        return { kind: "answered", outcome };
+      }
       const amb: Ambient = { trx, savepoints, depth: { n: 0 }, clean: true, wrote: false, broken: false };
       let response: R | undefined;
       let refusal: ApiError | undefined;
@@ -306,10 +365,8 @@ async function attempt<R>(
       // A store transaction failed and the work went on: its writes cannot be undone alone here.
       if (amb.broken) throw new RolledBack("second_attempt");
       // A refusal is recorded without the work's writes.
-      if (refusal && amb.wrote) {
-        if (!savepoints) throw new RolledBack("second_attempt");
-        await sql`rollback to savepoint ${WORK_SAVEPOINT}`.execute(trx);
-      }
+      const undo = refusal !== undefined && amb.wrote;
+      if (undo && !savepoints) throw new RolledBack("second_attempt");
       const error = refusal
         ? JSON.stringify({
             code: refusal.code,
@@ -318,27 +375,38 @@ async function attempt<R>(
             headers: refusal.headers,
           } satisfies RecordedError)
         : null;
-      // Inserted, or written over an expired record; a live record (committed after the read above) stays.
-      const recorded = await sql<{ ok: number }>`
-        insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
-          fingerprint, method, request_id, response, error)
-        values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
-          ${idem.fingerprint}, ${o.method}, ${t.requestId},
-          ${response === undefined ? null : Buffer.from(o.encode(response))}, ${error})
-        on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
-          set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
-              response = excluded.response, error = excluded.error, created_at = now()
-          where i.created_at <= ${LIVE_SINCE}
-        returning 1 as ok`.execute(trx);
-      if (recorded.rows.length === 0) throw new RolledBack("answer_recorded");
+      const bytes = response === undefined ? null : o.encode(response);
+      try {
+        await client.query(
+          message(
+            undo && `rollback to savepoint ${WORK_SAVEPOINT_NAME}`,
+            inlined(record(t, o.method, bytes, error).compile(o.db)),
+            "commit",
+          ),
+        );
+      } catch (err) {
+        // Another attempt recorded its result after our read: ours is rolled back, theirs answers.
+        if (isRecordKept(err)) throw new RolledBack("answer_recorded");
+        throw err;
+      }
+      open = false;
       return refusal
         ? { kind: "refused", refusal }
         : { kind: "answered", outcome: { response: response as R, replayed: false } };
-    });
-  } catch (err) {
-    if (err instanceof RolledBack) return { kind: "rolled_back", next: err.next };
-    throw err;
-  }
+    } catch (err) {
+      // A failed statement of a message skips the rest of it (a failed commit ends the transaction itself).
+      if (open) await client.query("rollback").catch(() => undefined);
+      if (err instanceof RolledBack) return { kind: "rolled_back", next: err.next };
+      throw err;
+    }
+  });
+}
+
+/** The result of one statement of a message by its command tag (a message of one statement has one result). */
+function resultOf(res: QueryResult | QueryResult[], command: string): QueryResult {
+  const found = (Array.isArray(res) ? res : [res]).find((r) => r.command === command);
+  if (!found) throw new Error(`no ${command} in the answer to a message`);
+  return found;
 }
 
 /** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */

@@ -1,7 +1,7 @@
 /** db.ts against the real Postgres: schema-scoped migrations and error helpers. */
 import pg from "pg";
 import { sql, type Kysely, type Migration } from "kysely";
-import { createDb, isUniqueViolation, migrateSchema } from "../../src/db";
+import { createDb, inlined, isUniqueViolation, migrateSchema, withConnection } from "../../src/db";
 import { BUS_SCHEMA, migrateBus } from "../../src/bus";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";
 
@@ -176,5 +176,63 @@ describe("isUniqueViolation with a real Postgres error", () => {
     }
     expect(notNull).toBeDefined();
     expect(isUniqueViolation(notNull)).toBe(false);
+  });
+});
+
+describe("withConnection and inlined values", () => {
+  const awkward = [
+    "it's",
+    "back\\slash and \\x41",
+    "new\nline; select 1; --",
+    "$1 $$ /* */",
+    "日本語 and 🙂",
+    "",
+  ];
+
+  it("writes values into a statement's text that Postgres reads back as given, in one message of several statements", async () => {
+    const db = open("svc_a");
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const q = sql`select ${awkward[0]}::text as a0, ${awkward[1]}::text as a1, ${awkward[2]}::text as a2,
+      ${awkward[3]}::text as a3, ${awkward[4]}::text as a4, ${awkward[5]}::text as a5,
+      ${bytes}::bytea as b, ${true} as t, ${false} as f, ${-5} - ${-2} as n, ${null}::text as z`.compile(db);
+    const results = await withConnection(db, async (_conn, client) => {
+      const res = await client.query(`begin;\n${inlined(q)};\ncommit`);
+      return res as unknown as pg.QueryResult[];
+    });
+    expect(results.map((r) => r.command)).toEqual(["BEGIN", "SELECT", "COMMIT"]);
+    expect(results[1]!.rows[0]).toEqual({
+      a0: awkward[0],
+      a1: awkward[1],
+      a2: awkward[2],
+      a3: awkward[3],
+      a4: awkward[4],
+      a5: awkward[5],
+      b: bytes,
+      t: true,
+      f: false,
+      n: -3,
+      z: null,
+    });
+  });
+
+  it("refuses a NUL in a value, and a statement that holds a literal or a comment of its own", () => {
+    const db = open("svc_a");
+    expect(() => inlined(sql`select ${"a\0b"}::text`.compile(db))).toThrow(/NUL/);
+    expect(() => inlined(sql`select 'x' || ${"a"}`.compile(db))).toThrow(/literal or a comment/);
+    expect(() => inlined(sql`select ${"a"} -- note`.compile(db))).toThrow(/literal or a comment/);
+    expect(() => inlined(sql`select $$x$$`.compile(db))).toThrow(/literal or a comment/);
+  });
+
+  it("runs Kysely's queries and the client's on the same connection, and gives it back to the pool", async () => {
+    const db = open("svc_a", 1);
+    const pids = await withConnection(db, async (conn, client) => {
+      const viaKysely = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+      const viaClient = await client.query<{ pid: number }>("select pg_backend_pid() as pid");
+      return [viaKysely.rows[0]!.pid, viaClient.rows[0]!.pid];
+    });
+    expect(pids[0]).toBe(pids[1]);
+    // A pool of one: the connection was given back, or this would wait for ever.
+    const after = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
+    expect(after.rows[0]!.pid).toBe(pids[0]);
   });
 });

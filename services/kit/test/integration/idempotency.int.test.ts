@@ -1,9 +1,11 @@
 /**
  * runIdempotent against the real Postgres, on a small schema of its own: the paths a service's tests cannot
  * provoke on purpose (a record committed between the key's read and the upsert; work that catches the failure
- * of one of its transactions and goes on; a refusal after a write, which runs the work a second time).
+ * of one of its transactions and goes on; a refusal after a write, which runs the work a second time; the
+ * record's statement or the commit failing), and the messages a call sends.
  */
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { sql, type Kysely } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
 import { ApiError } from "@dpp/contract";
@@ -14,11 +16,25 @@ import { createTestDatabase, type TestDatabase } from "../../src/testing";
 let tdb: TestDatabase;
 let db: Kysely<any>;
 let other: Kysely<any>;
+/** A pool of one connection: a call that left its transaction open would leave it to the next. */
+let one: Kysely<any>;
+/** Every message the pool of `one` sends while recording (one query, one round trip). */
+let recording: string[] | undefined;
+const clientQuery = pg.Client.prototype.query;
 
 beforeAll(async () => {
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    const params = (this as unknown as { connectionParameters: { application_name?: string } })
+      .connectionParameters;
+    if (params.application_name === "kit-idem-one")
+      recording?.push(typeof config === "string" ? config : (config.text ?? ""));
+    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof clientQuery;
   tdb = await createTestDatabase("kit_idem");
   db = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-test", max: 2 });
   other = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-other", max: 1 });
+  one = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-one", max: 1 });
   await migrateSchema(db, "idem", {
     "0001": {
       async up(m) {
@@ -29,12 +45,28 @@ beforeAll(async () => {
           .execute();
       },
     },
+    "0002": {
+      async up(m) {
+        // Checked at commit: a duplicate name fails the commit, not the insert.
+        await sql`create table deferred_item (name text,
+          constraint deferred_item_uq unique (name) deferrable initially deferred)`.execute(m);
+        // The record's statement fails for the keys listed here, as a full disk would.
+        await sql`create table unrecordable (idempotency_key text primary key)`.execute(m);
+        await sql`create function refuse_record() returns trigger language plpgsql as $$
+          begin if exists (select from unrecordable u where u.idempotency_key = new.idempotency_key) then
+            raise exception 'no room for the record'; end if; return new; end $$`.execute(m);
+        await sql`create trigger refuse_record before insert on idempotency
+          for each row execute function refuse_record()`.execute(m);
+      },
+    },
   });
 });
 
 afterAll(async () => {
+  pg.Client.prototype.query = clientQuery;
   await db?.destroy();
   await other?.destroy();
+  await one?.destroy();
   await tdb?.drop();
 });
 
@@ -220,5 +252,247 @@ describe("runIdempotent", () => {
     });
     expect(out).toEqual({ response: "done", replayed: false });
     expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-a`, `${ctx.requestId}-b`]);
+  });
+});
+
+/** What a message does: its statements' kinds joined by " + " ("begin", "lock and read key", "insert item", ...). */
+function kinds(text: string): string {
+  return text
+    .split(/;\s*\n/)
+    .map((statement) => {
+      const st = statement.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
+      if (/^(begin|commit|rollback|savepoint|rollback to savepoint)( \w+)?$/.test(st))
+        return st.replace(/ idempotent_work$/, "");
+      if (st.includes("pg_try_advisory_xact_lock") && st.includes("idempotency")) return "lock and read key";
+      if (/^with recorded as \( ?insert into idempotency/.test(st)) return "record key";
+      const m = /^insert into (\w+)/.exec(st);
+      return m ? `insert ${m[1]}` : st.slice(0, 40);
+    })
+    .join(" + ");
+}
+
+/** The messages the pool of `one` sent while `call` ran, by kind: one message, one round trip. */
+async function messagesOf(call: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  recording = sent;
+  try {
+    await call();
+  } finally {
+    recording = undefined;
+  }
+  return sent.map(kinds);
+}
+
+const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>) =>
+  runIdempotent({ db: on, ctx, method: METHOD, encode, decode }, work);
+
+const insertItemOn = (on: Kysely<any>, name: string) =>
+  singleStatement(on, (q) => q.insertInto("item").values({ name }).execute());
+
+/** The record of ctx's key, if any. */
+async function recordOf(ctx: TenantContext) {
+  return other
+    .selectFrom("idempotency")
+    .selectAll()
+    .where("organization_id", "=", ctx.organizationId)
+    .where("idempotency_key", "=", ctx.idempotency!.key)
+    .executeTakeFirst();
+}
+
+/** The state of the single connection of `one` as Postgres sees it ("idle", "idle in transaction", ...). */
+async function stateOfOne(): Promise<string[]> {
+  const { rows } = await sql<{ state: string }>`
+    select state from pg_stat_activity where application_name = 'kit-idem-one'`.execute(other);
+  return rows.map((r) => r.state);
+}
+
+/** The key's lock as a process of the previous kit took it (its text bound as a value): held by `other` until fn settles. */
+async function holdingTheKey<T>(ctx: TenantContext, fn: () => Promise<T>): Promise<T> {
+  const i = ctx.idempotency!;
+  const scope = `idem:${ctx.organizationId}:${ctx.livemode}:${i.callerOrganizationId}:${i.key}`;
+  return other.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ locked: boolean }>`
+      select pg_try_advisory_xact_lock(hashtextextended(${scope} || current_schema(), 0)) as locked`.execute(
+      trx,
+    );
+    expect(rows[0]?.locked).toBe(true);
+    return fn();
+  });
+}
+
+describe("the messages of a call under a key", () => {
+  it("a call that runs: begin with the key's lock and read, the work's statement, the record with commit", async () => {
+    const ctx = keyed();
+    const sent = await messagesOf(() =>
+      callOn(one, ctx, async () => {
+        await insertItemOn(one, `${ctx.requestId}-one`);
+        return "written";
+      }),
+    );
+    expect(sent).toEqual(["begin + lock and read key", "insert item", "record key + commit"]);
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-one`]);
+    expect(await callOn(one, ctx, async () => "never")).toEqual({ response: "written", replayed: true });
+  });
+
+  it("a replay: begin with the read, then commit; a key another process holds: begin with the read, then rollback", async () => {
+    const ctx = keyed();
+    await callOn(one, ctx, async () => "first");
+    expect(await messagesOf(() => callOn(one, ctx, async () => "never"))).toEqual([
+      "begin + lock and read key",
+      "commit",
+    ]);
+    const held = keyed();
+    let refusal: unknown;
+    const sent = await holdingTheKey(held, () =>
+      messagesOf(() =>
+        callOn(one, held, async () => "never").catch((err: unknown) => {
+          refusal = err;
+        }),
+      ),
+    );
+    expect(refusal).toMatchObject({ code: "resource_busy", headers: { "Retry-After": "1" } });
+    expect(sent).toEqual(["begin + lock and read key", "rollback"]);
+    expect(await stateOfOne()).toEqual(["idle"]);
+  });
+
+  it("a refusal after a write: the second attempt's savepoint goes with its begin, its rollback with the record and commit", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const sent = await messagesOf(() =>
+      callOn(one, ctx, async () => {
+        runs++;
+        await insertItemOn(one, `${ctx.requestId}-${runs}`);
+        throw new ApiError("validation_failed", "Refused after writing.");
+      }).catch(() => undefined),
+    );
+    expect(sent).toEqual([
+      "begin + lock and read key",
+      "insert item",
+      "rollback",
+      "begin + lock and read key + savepoint",
+      "insert item",
+      "rollback to savepoint + record key + commit",
+    ]);
+    expect(await items(ctx.requestId)).toEqual([]);
+    expect(await recordOf(ctx)).toMatchObject({
+      response: null,
+      error: expect.stringContaining("validation_failed"),
+    });
+  });
+});
+
+describe("a call whose record or commit fails", () => {
+  it("the record's statement fails: that failure is answered, the work's writes rolled back, nothing recorded; the key runs again", async () => {
+    const ctx = keyed();
+    await other.insertInto("unrecordable").values({ idempotency_key: ctx.idempotency!.key }).execute();
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await insertItemOn(one, `${ctx.requestId}-${runs}`);
+      return `run ${runs}`;
+    };
+    const failed = await callOn(one, ctx, work).catch((err: unknown) => err);
+    expect(failed).not.toBeInstanceOf(ApiError);
+    expect(failed).toMatchObject({ message: "no room for the record" });
+    expect(await items(ctx.requestId)).toEqual([]);
+    expect(await recordOf(ctx)).toBeUndefined();
+    // The connection was given back out of any transaction, and serves the next call.
+    expect(await stateOfOne()).toEqual(["idle"]);
+    await other.deleteFrom("unrecordable").where("idempotency_key", "=", ctx.idempotency!.key).execute();
+    expect(await callOn(one, ctx, work)).toEqual({ response: "run 2", replayed: false });
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-2`]);
+  });
+
+  it("the commit fails (a deferred constraint): that failure is answered, nothing recorded; the key runs again", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await transaction(one, (trx) =>
+        trx
+          .insertInto("deferred_item")
+          .values(runs === 1 ? [{ name: ctx.requestId }, { name: ctx.requestId }] : [{ name: ctx.requestId }])
+          .execute(),
+      );
+      return `run ${runs}`;
+    };
+    const failed = await callOn(one, ctx, work).catch((err: unknown) => err);
+    expect(failed).toMatchObject({ code: "23505", constraint: "deferred_item_uq" });
+    expect(await recordOf(ctx)).toBeUndefined();
+    expect(await stateOfOne()).toEqual(["idle"]);
+    expect(await callOn(one, ctx, work)).toEqual({ response: "run 2", replayed: false });
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from deferred_item where name = ${ctx.requestId}`.execute(other);
+    expect(rows[0]?.n).toBe(1);
+  });
+});
+
+describe("one key, concurrent calls", () => {
+  it("runs the work once: every other call is answered busy (Retry-After) or replays its answer", async () => {
+    const many = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-many", max: 8 });
+    try {
+      const ctx = keyed();
+      let runs = 0;
+      const work = async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, 50));
+        await insertItemOn(many, `${ctx.requestId}-${runs}`);
+        return `run ${runs}`;
+      };
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, () => callOn(many, ctx, work).catch((err: unknown) => err)),
+      );
+      expect(runs).toBe(1);
+      expect(outcomes.filter((o) => (o as { replayed?: boolean }).replayed === false)).toEqual([
+        { response: "run 1", replayed: false },
+      ]);
+      for (const o of outcomes)
+        if ((o as { replayed?: boolean }).replayed !== false)
+          expect([{ response: "run 1", replayed: true }, "resource_busy"]).toContainEqual(
+            o instanceof ApiError ? o.code : o,
+          );
+      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-1`]);
+      // Later calls, one after the other, replay it.
+      for (let n = 0; n < 3; n++)
+        expect(await callOn(many, ctx, work)).toEqual({ response: "run 1", replayed: true });
+      expect(runs).toBe(1);
+    } finally {
+      await many.destroy();
+    }
+  });
+});
+
+describe("values written into the kit's statements", () => {
+  it("records and replays a key, an answer and a refusal holding quotes, backslashes, newlines and every byte", async () => {
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i));
+    const ctx = keyed();
+    ctx.idempotency!.key = `k'\\"; delete from item; --\n🙂-${randomBytes(4).toString("hex")}`;
+    const opts = {
+      db,
+      ctx,
+      method: METHOD,
+      encode: (b: Buffer) => b,
+      decode: (b: Uint8Array) => Buffer.from(b),
+    };
+    expect(await runIdempotent(opts, async () => bytes)).toEqual({ response: bytes, replayed: false });
+    expect(await runIdempotent(opts, async () => Buffer.from("never"))).toEqual({
+      response: bytes,
+      replayed: true,
+    });
+
+    const refused = keyed();
+    refused.idempotency!.key = `r'\\x41 $1 /* 🙂 -${randomBytes(4).toString("hex")}`;
+    const message = "It's a \\ \"refusal\"\nwith $1 and ' -- 🙂";
+    const details = { note: "'; drop table item; --", nested: { quote: "\\'" } };
+    const refuse = async (): Promise<string> => {
+      throw new ApiError("validation_failed", message, details);
+    };
+    await expect(call(refused, refuse)).rejects.toMatchObject({ message, details });
+    await expect(call(refused, refuse)).rejects.toMatchObject({
+      message,
+      details,
+      headers: { "Idempotent-Replayed": "true" },
+    });
+    expect(await recordOf(refused)).toMatchObject({ idempotency_key: refused.idempotency!.key });
   });
 });

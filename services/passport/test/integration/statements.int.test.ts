@@ -1,9 +1,11 @@
 /**
- * The statements each call sends to Postgres: every statement is a round trip, and round trips are most of
- * a call's cost, so the count of each path is pinned here and a change to it is seen.
+ * The statements each call sends to Postgres, and in how many round trips: round trips are most of a call's
+ * cost, so the messages of each path are pinned here and a change to them is seen.
  *
  * Every query the service's pool sends (application_name "passport") is recorded at the node-postgres
- * client; the outbox relay is stopped so that only the call's own statements are sent meanwhile.
+ * client: one query is one message, one round trip (a message of several statements, as the kit sends around
+ * a call under an Idempotency-Key, is one entry, its statements joined by " + "). The outbox relay is stopped
+ * so that only the call's own statements are sent meanwhile.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
@@ -48,11 +50,19 @@ afterAll(async () => {
   await h?.close();
 });
 
+/** What a message does: its statements' kinds (`statementKind`), joined by " + ". */
+function kind(text: string): string {
+  return text
+    .split(/;\s*\n/)
+    .map(statementKind)
+    .join(" + ");
+}
+
 /**
  * What a statement does, in a word or two: "begin", "insert passport", "outbox", ... A write that records its
  * event in the same statement (a CTE `written` and the outbox insert) is "<write> + event".
  */
-function kind(text: string): string {
+function statementKind(text: string): string {
   const s = text.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
   if (/^(savepoint|release savepoint|rollback to savepoint) /.test(s)) return s.replace(/ \w+$/, "");
   if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
@@ -61,14 +71,14 @@ function kind(text: string): string {
     return `${written[1] === "update" ? "update" : "insert"} ${written[2]} + event`;
   if (s.includes("outbox")) return "outbox";
   if (s.includes("pg_try_advisory_xact_lock") && s.includes("idempotency")) return "lock and read key";
-  if (s.startsWith("insert into idempotency")) return "record key";
+  if (/^(with recorded as \( ?)?insert into idempotency/.test(s)) return "record key";
   const m = /^(?:(insert) into|(update)|(delete) from|(select) .*? from) (\w+)/.exec(s);
   if (m) return `${m.slice(1, 5).find(Boolean)} ${m[5]}${s.includes(" for update") ? " for update" : ""}`;
   if (s.includes("pg_advisory_xact_lock")) return "advisory lock";
   return s.slice(0, 40);
 }
 
-/** The statements the service sent while `call` ran, by kind (the answer leaves after the commit). */
+/** The messages the service sent while `call` ran, by kind (the answer leaves after the commit). */
 async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   recording = sent;
@@ -107,9 +117,9 @@ describe("statements per call", () => {
     expect(sent).toEqual(["insert passport + event"]);
   });
 
-  it("a create under a new Idempotency-Key: the key read and locked at once, the write, the record upserted", async () => {
+  it("a create under a new Idempotency-Key: three round trips, begin with the key's lock and read, the write, the record with commit", async () => {
     const sent = await statementsOf(() => h.client.createPassport(shirt("B"), { context: key(context(t)) }));
-    expect(sent).toEqual(["begin", "lock and read key", "insert passport + event", "record key", "commit"]);
+    expect(sent).toEqual(["begin + lock and read key", "insert passport + event", "record key + commit"]);
   });
 
   it("a retry under the same key: the recorded answer is read and replayed, nothing else", async () => {
@@ -118,7 +128,7 @@ describe("statements per call", () => {
     const retry: RequestContext = { ...ctx, requestId: `req_${randomBytes(6).toString("hex")}` };
     const sent = await statementsOf(() => h.client.createPassport(shirt("C"), { context: retry }));
     expect(retry.outcome?.idempotentReplayed).toBe(true);
-    expect(sent).toEqual(["begin", "lock and read key", "commit"]);
+    expect(sent).toEqual(["begin + lock and read key", "commit"]);
   });
 
   it("a create with a GTIN also claims it, in the same transaction", async () => {
@@ -141,19 +151,14 @@ describe("statements per call", () => {
       h.client.createPassport(taken, { context: key(context(t)) }).catch((err: unknown) => err),
     );
     expect(sent).toEqual([
-      "begin",
-      "lock and read key",
+      "begin + lock and read key",
       "insert passport + event",
       "select passport",
       "rollback",
-      "begin",
-      "lock and read key",
-      "savepoint",
+      "begin + lock and read key + savepoint",
       "insert passport + event",
       "select passport",
-      "rollback to savepoint",
-      "record key",
-      "commit",
+      "rollback to savepoint + record key + commit",
     ]);
   });
 
@@ -180,12 +185,10 @@ describe("statements per call", () => {
       ),
     );
     expect(keyed).toEqual([
-      "begin",
-      "lock and read key",
+      "begin + lock and read key",
       "select passport for update",
       "update passport + event",
-      "record key",
-      "commit",
+      "record key + commit",
     ]);
   });
 
