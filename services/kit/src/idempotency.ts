@@ -1,7 +1,8 @@
 /**
  * Idempotency kept with the write (docs/decisions/0018-idempotency-with-the-write.md). The gateway
- * scopes an Idempotency-Key and fingerprints the request; both travel in the signed request context
- * to the owning service, which records the fingerprint and its result in the SAME transaction as the
+ * scopes an Idempotency-Key and fingerprints the request; both travel to the owning service beside the
+ * signed request context, whose signed claims say that the call is keyed and whose record scope it uses
+ * (docs/decisions/0031-keyed-writes-reuse-tokens.md). The service records the fingerprint and its result in the SAME transaction as the
  * write. So a retry after a timeout, a lost response or a crash of any process finds the committed
  * result and never writes twice.
  *
