@@ -23,9 +23,11 @@
  * appended one by one, where such an event is simply a duplicate.
  *
  * Each event is stored with its public JSON (`public_json`), rendered here when
- * it is appended (../domain/event-json.ts): the feed reads that text and the
- * gateway answers it as it is (`listJson`). `list` reads the columns, for a
- * gateway that predates it (docs/decisions/0026-event-json-rendered-once.md).
+ * it is appended (../domain/event-json.ts). The feed reads those texts joined
+ * by Postgres into the page's JSON array (`listPage`), which the gateway places
+ * in its answer as it is (docs/decisions/0030-feed-page-assembled-by-postgres.md).
+ * `listJson` reads them one per event and `list` reads the columns, for a
+ * gateway of a previous release (docs/decisions/0026-event-json-rendered-once.md).
  *
  * The feed query reads one tenant's feed in sequence order through an index
  * that already holds that order, never a sort of the tenant's events: see
@@ -61,6 +63,16 @@ export interface FeedQuery {
 export interface FeedEventJson {
   json: string;
   sequence: number;
+}
+
+/** A page of the feed as one JSON array text, assembled by Postgres. */
+export interface FeedPageJson {
+  /** The page's events' public JSON texts in feed order, joined as a JSON array (`[]` for an empty page). */
+  json: string;
+  /** A further matching event exists now. */
+  hasMore: boolean;
+  /** The sequence of the page's last event; null for an empty page. */
+  lastSequence: number | null;
 }
 
 export interface FeedPage<E = FeedEvent> {
@@ -192,6 +204,27 @@ export class EventsRepository {
     return this.pageQuery(tenant, q, JSON_COLUMNS);
   }
 
+  /**
+   * The query of `listPage`: the page query's texts (limit + 1 rows, in index order), numbered in that order,
+   * aggregated into one row: the first `limit` texts joined as a JSON array, the last of their sequences, and
+   * whether a row beyond them was read. An aggregate without GROUP BY: one row, also for an empty page.
+   */
+  listPageQuery(tenant: TenantContext, q: FeedQuery) {
+    const rows = this.db
+      .selectFrom(this.pageQuery(tenant, q, JSON_COLUMNS).as("page"))
+      .select(["public_json", "sequence", sql<number>`row_number() over (order by sequence)`.as("n")]);
+    const inPage = sql`n <= ${q.limit}::int`;
+    return this.db
+      .selectFrom(rows.as("numbered"))
+      .select([
+        sql<string>`'[' || coalesce(string_agg(public_json, ',' order by sequence) filter (where ${inPage}), '') || ']'`.as(
+          "page_json",
+        ),
+        sql<number | null>`max(sequence) filter (where ${inPage})`.as("last_sequence"),
+        sql<boolean>`count(*) > ${q.limit}::int`.as("has_more"),
+      ]);
+  }
+
   /** One page of a tenant's feed, oldest first, read from the columns. */
   async list(tenant: TenantContext, q: FeedQuery): Promise<FeedPage> {
     const { rows } = await this.db.executeQuery(this.listQuery(tenant, q).compile());
@@ -216,6 +249,16 @@ export class EventsRepository {
       events: rows.slice(0, q.limit).map((r) => ({ json: r.public_json, sequence: r.sequence })),
       hasMore: rows.length > q.limit,
     };
+  }
+
+  /**
+   * One page of a tenant's feed, oldest first, as one JSON array text of the events' stored public JSON, joined by
+   * Postgres (never parsed): one row and one string however many events the page holds.
+   */
+  async listPage(tenant: TenantContext, q: FeedQuery): Promise<FeedPageJson> {
+    const { rows } = await this.db.executeQuery(this.listPageQuery(tenant, q).compile());
+    const row = rows[0]!;
+    return { json: row.page_json, hasMore: row.has_more, lastSequence: row.last_sequence };
   }
 }
 

@@ -3,8 +3,8 @@
  * (and analyzed while empty) and then filled without ANALYZE, as on a machine
  * whose autovacuum is off, each page still reads an index in sequence order,
  * never a sort or a scan of the table. EXPLAIN runs the very queries the
- * repository builds (the page as columns and as stored texts), under the
- * settings it runs them with.
+ * repository builds (the page as columns, as stored texts, and as the one
+ * array text Postgres joins them into), under the settings it runs them with.
  */
 import { sql, type Kysely } from "kysely";
 import { createDb, migrateService } from "@dpp/kit";
@@ -19,6 +19,7 @@ let repo: EventsRepository;
 
 interface PlanNode {
   "Node Type": string;
+  Strategy?: string;
   "Index Name"?: string;
   "Relation Name"?: string;
   Plans?: PlanNode[];
@@ -54,8 +55,8 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-type Form = "listQuery" | "listJsonQuery";
-const forms: Form[] = ["listQuery", "listJsonQuery"];
+type Form = "listQuery" | "listJsonQuery" | "listPageQuery";
+const forms: Form[] = ["listQuery", "listJsonQuery", "listPageQuery"];
 
 async function plan(form: Form, q: FeedQuery): Promise<PlanNode[]> {
   const compiled = repo[form](tenant, q).compile();
@@ -105,6 +106,22 @@ describe("the feed query's plan on a table without statistics", () => {
     },
   );
 
+  it.each([[[]], [["passport.updated"]], [["passport.updated", "passport.created", "passport.trashed"]]])(
+    "listPageQuery joins the page it read in order into one row, types %j, sorting nothing",
+    async (types) => {
+      const ns = await plan("listPageQuery", { after: 0, types, limit: 100 });
+      // One plain aggregate (one row) over the numbered page (the window needs no sort: the page comes in
+      // sequence order), over the bounded read in index order checked above.
+      expect(ns.slice(0, 2).map((n) => [n["Node Type"], n.Strategy])).toEqual([
+        ["Aggregate", "Plain"],
+        ["WindowAgg", undefined],
+      ]);
+      expect(ns.map((n) => n["Node Type"])).not.toContain("Sort");
+      expect(ns.map((n) => n["Node Type"])).toContain("Limit");
+      expect(scansOfEvent(ns)).toHaveLength(Math.max(1, types.length));
+    },
+  );
+
   it("serves the page the plan reads: oldest first, limit + 1 rows for has-more", async () => {
     const page = await repo.list(tenant, { after: 10, types: [], limit: 100 });
     expect(page.events.map((e) => e.sequence)).toEqual(Array.from({ length: 100 }, (_, i) => 11 + i));
@@ -118,5 +135,36 @@ describe("the feed query's plan on a table without statistics", () => {
     const texts = await repo.listJson(tenant, { after: 10, types: [], limit: 100 });
     expect(texts.events.map((e) => e.sequence)).toEqual(page.events.map((e) => e.sequence));
     expect(texts.hasMore).toBe(true);
+    const joined = await repo.listPage(tenant, { after: 10, types: [], limit: 100 });
+    expect(joined).toEqual({
+      json: `[${texts.events.map((e) => e.json).join(",")}]`,
+      hasMore: true,
+      lastSequence: 110,
+    });
+    const typedPage = await repo.listPage(tenant, {
+      after: 0,
+      types: ["passport.updated", "passport.created"],
+      limit: 3,
+    });
+    expect((JSON.parse(typedPage.json) as Array<{ id: string }>).map((e) => e.id)).toEqual(
+      typed.events.map((e) => e.id),
+    );
+    expect([typedPage.hasMore, typedPage.lastSequence]).toEqual([true, 3]);
+  });
+
+  it("serves a last page without has-more, and an empty page as [] without a last sequence", async () => {
+    const last = await repo.listPage(tenant, { after: 4_900, types: [], limit: 100 });
+    expect((JSON.parse(last.json) as unknown[]).length).toBe(100);
+    expect([last.hasMore, last.lastSequence]).toEqual([false, 5_000]);
+    expect(await repo.listPage(tenant, { after: 5_000, types: [], limit: 100 })).toEqual({
+      json: "[]",
+      hasMore: false,
+      lastSequence: null,
+    });
+    expect(await repo.listPage(tenant, { after: 0, types: ["passport.trashed"], limit: 100 })).toEqual({
+      json: "[]",
+      hasMore: false,
+      lastSequence: null,
+    });
   });
 });
