@@ -205,23 +205,23 @@ export class EventsRepository {
   }
 
   /**
-   * The query of `listPage`: the page query's texts (limit + 1 rows, in index order), numbered in that order,
-   * aggregated into one row: the first `limit` texts joined as a JSON array, the last of their sequences, and
-   * whether a row beyond them was read. An aggregate without GROUP BY: one row, also for an empty page.
+   * The query of `listPage`: the page query's texts (limit + 1 rows, in index order) aggregated into one row, also
+   * for an empty page (an aggregate without GROUP BY): the first `limit` texts joined as a JSON array, the last of
+   * their sequences, and whether a row beyond them was read. Both arrays are aggregated in sequence order, the
+   * order the rows arrive in (Postgres 16 and later then sort nothing; 15 sorts the page's rows, never more).
    */
   listPageQuery(tenant: TenantContext, q: FeedQuery) {
-    const rows = this.db
-      .selectFrom(this.pageQuery(tenant, q, JSON_COLUMNS).as("page"))
-      .select(["public_json", "sequence", sql<number>`row_number() over (order by sequence)`.as("n")]);
-    const inPage = sql`n <= ${q.limit}::int`;
+    const limit = sql`${q.limit}::int`;
     return this.db
-      .selectFrom(rows.as("numbered"))
+      .selectFrom(this.pageQuery(tenant, q, JSON_COLUMNS).as("page"))
       .select([
-        sql<string>`'[' || coalesce(string_agg(public_json, ',' order by sequence) filter (where ${inPage}), '') || ']'`.as(
+        sql<string>`'[' || coalesce(array_to_string((array_agg(public_json order by sequence))[1:${limit}], ','), '') || ']'`.as(
           "page_json",
         ),
-        sql<number | null>`max(sequence) filter (where ${inPage})`.as("last_sequence"),
-        sql<boolean>`count(*) > ${q.limit}::int`.as("has_more"),
+        sql<number | null>`(array_agg(sequence order by sequence))[least(count(*), ${limit})]`.as(
+          "last_sequence",
+        ),
+        sql<boolean>`count(*) > ${limit}`.as("has_more"),
       ]);
   }
 
