@@ -126,7 +126,7 @@ describe("listEvents", () => {
       listJson: never("listJson"),
       listPage: async (tenant, q) => {
         queries.push({ tenant, q });
-        return { json: text, hasMore: true, lastSequence: 5 };
+        return { json: Buffer.from(text), hasMore: true, lastSequence: 5 };
       },
     });
     const res = await rpc.listEvents(
@@ -144,7 +144,7 @@ describe("listEvents", () => {
     const empty = createEventsRpc({
       list: never("list"),
       listJson: never("listJson"),
-      listPage: async () => ({ json: "[]", hasMore: false, lastSequence: null }),
+      listPage: async () => ({ json: Buffer.from("[]"), hasMore: false, lastSequence: null }),
     });
     const again = await empty.listEvents(
       req({ cursor: res.nextCursor, types: ["passport.published"], asPage: true }),

@@ -39,12 +39,12 @@ export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson"
       const nextCursor = (page: FeedPage<{ sequence: number }>) =>
         feedCursor(filters, page.events.length > 0 ? page.events[page.events.length - 1]!.sequence : after);
       if (req.asPage) {
-        // The page as Postgres assembled it: one text, encoded once (docs/decisions/0030).
+        // The page as Postgres joined it, encoded once (docs/decisions/0030).
         const page = await repo.listPage(tenant, query);
         return {
           events: [],
           eventJson: [],
-          pageJson: Buffer.from(page.json, "utf8"),
+          pageJson: page.json,
           hasMore: page.hasMore,
           nextCursor: feedCursor(filters, page.lastSequence ?? after),
         };
