@@ -49,7 +49,7 @@ export interface Harness {
   publishRaw(key: string, ...values: string[]): Promise<void>;
   list(
     tenant: Tenant,
-    req?: { limit?: number; cursor?: string; types?: string[]; asJson?: boolean },
+    req?: { limit?: number; cursor?: string; types?: string[]; asJson?: boolean; asPage?: boolean },
   ): Promise<eventsV1.ListEventsResponse>;
   /** The feed positions of served events, read from the store (the messages do not carry them), in order. */
   sequences(events: eventsV1.Event[]): Promise<number[]>;

@@ -22,14 +22,14 @@ const feedEvent = (sequence: number): FeedEvent => ({
 
 const eventJson = (sequence: number): FeedEventJson => ({ json: `{"id":"evt_${sequence}"}`, sequence });
 
-/** A repository whose list answers `page` (and listJson never: it fails the test when called). */
+type Repo = Pick<EventsRepository, "list" | "listJson" | "listPage">;
+const never = (what: string) => async (): Promise<never> => {
+  throw new Error(`${what} called`);
+};
+
+/** A repository whose list answers `page` (and listJson and listPage never: they fail the test when called). */
 const messages = (list: (tenant: unknown, q: FeedQuery) => Promise<FeedPage>) =>
-  ({
-    list,
-    listJson: async () => {
-      throw new Error("listJson called without as_json");
-    },
-  }) satisfies Pick<EventsRepository, "list" | "listJson">;
+  ({ list, listJson: never("listJson"), listPage: never("listPage") }) satisfies Repo;
 
 const call = (ctx: CallContext["ctx"]): CallContext => ({
   ctx,
@@ -89,9 +89,8 @@ describe("listEvents", () => {
   it("answers the stored texts with as_json, the same query and cursor, and no message", async () => {
     const queries: unknown[] = [];
     const rpc = createEventsRpc({
-      list: async () => {
-        throw new Error("list called with as_json");
-      },
+      list: never("list"),
+      listPage: never("listPage"),
       listJson: async (tenant, q) => {
         queries.push({ tenant, q });
         return { events: [eventJson(4), eventJson(5)], hasMore: true };
@@ -109,12 +108,50 @@ describe("listEvents", () => {
     const empty = createEventsRpc({
       list: async () => ({ events: [], hasMore: false }),
       listJson: async () => ({ events: [], hasMore: false }),
+      listPage: never("listPage"),
     });
     const again = await empty.listEvents(
       req({ cursor: res.nextCursor, types: ["passport.published"], asJson: true }),
       call(tenantCtx),
     );
     expect(again).toMatchObject({ events: [], eventJson: [], hasMore: false });
+    expect(readFeedCursor({ types: ["passport.published"] }, again.nextCursor)).toBe(5);
+  });
+
+  it("answers the page as one UTF-8 array text with as_page (over as_json), the same query, cursor from its last sequence", async () => {
+    const queries: unknown[] = [];
+    const text = '[{"id":"evt_4","name":"é\u2028"},{"id":"evt_5"}]';
+    const rpc = createEventsRpc({
+      list: never("list"),
+      listJson: never("listJson"),
+      listPage: async (tenant, q) => {
+        queries.push({ tenant, q });
+        return { json: Buffer.from(text), hasMore: true, lastSequence: 5 };
+      },
+    });
+    const res = await rpc.listEvents(
+      req({ limit: 2, types: ["passport.published"], asJson: true, asPage: true }),
+      call(tenantCtx),
+    );
+    expect(queries).toEqual([
+      { tenant: tenantCtx, q: { after: 0, types: ["passport.published"], limit: 2 } },
+    ]);
+    expect(Buffer.from(res.pageJson).toString("utf8")).toBe(text);
+    expect(res).toMatchObject({ events: [], eventJson: [], hasMore: true });
+    expect(readFeedCursor({ types: ["passport.published"] }, res.nextCursor)).toBe(5);
+
+    // An empty page keeps the position it was asked from, and is still answered: `[]`.
+    const empty = createEventsRpc({
+      list: never("list"),
+      listJson: never("listJson"),
+      listPage: async () => ({ json: Buffer.from("[]"), hasMore: false, lastSequence: null }),
+    });
+    const again = await empty.listEvents(
+      req({ cursor: res.nextCursor, types: ["passport.published"], asPage: true }),
+      call(tenantCtx),
+    );
+    expect(Buffer.from(again.pageJson).toString("utf8")).toBe("[]");
+    expect(again.hasMore).toBe(false);
     expect(readFeedCursor({ types: ["passport.published"] }, again.nextCursor)).toBe(5);
   });
 

@@ -6,7 +6,14 @@ import { feedCursor, normalizeTypeFilter, readFeedCursor } from "../domain";
 import type { EventsRepository, FeedEvent, FeedPage } from "../store/events.repository";
 
 type EventInit = MessageInitShape<typeof eventsV1.EventSchema>;
-type ListEventsResult = { events: EventInit[]; eventJson: string[]; hasMore: boolean; nextCursor: string };
+type ListEventsResult = {
+  events: EventInit[];
+  eventJson: string[];
+  pageJson: Uint8Array;
+  hasMore: boolean;
+  nextCursor: string;
+};
+const NO_BYTES = new Uint8Array(0);
 
 export function toProtoEvent(e: FeedEvent): EventInit {
   return {
@@ -19,7 +26,7 @@ export function toProtoEvent(e: FeedEvent): EventInit {
   };
 }
 
-export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson">) {
+export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson" | "listPage">) {
   return {
     async listEvents(req: eventsV1.ListEventsRequest, call: CallContext): Promise<ListEventsResult> {
       const tenant = requireTenant(call.ctx);
@@ -31,15 +38,39 @@ export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson"
       // Always set: an integrator polls forward from here, even from an empty page.
       const nextCursor = (page: FeedPage<{ sequence: number }>) =>
         feedCursor(filters, page.events.length > 0 ? page.events[page.events.length - 1]!.sequence : after);
+      if (req.asPage) {
+        // The page as Postgres joined it, encoded once (docs/decisions/0030).
+        const page = await repo.listPage(tenant, query);
+        return {
+          events: [],
+          eventJson: [],
+          pageJson: page.json,
+          hasMore: page.hasMore,
+          nextCursor: feedCursor(filters, page.lastSequence ?? after),
+        };
+      }
+      // A caller of the previous release: one text per event.
       if (req.asJson) {
         const page = await repo.listJson(tenant, query);
         const eventJson = page.events.map((e) => e.json);
-        return { events: [], eventJson, hasMore: page.hasMore, nextCursor: nextCursor(page) };
+        return {
+          events: [],
+          eventJson,
+          pageJson: NO_BYTES,
+          hasMore: page.hasMore,
+          nextCursor: nextCursor(page),
+        };
       }
       // A caller that predates as_json reads messages.
       const page = await repo.list(tenant, query);
       const events = page.events.map(toProtoEvent);
-      return { events, eventJson: [], hasMore: page.hasMore, nextCursor: nextCursor(page) };
+      return {
+        events,
+        eventJson: [],
+        pageJson: NO_BYTES,
+        hasMore: page.hasMore,
+        nextCursor: nextCursor(page),
+      };
     },
   };
 }

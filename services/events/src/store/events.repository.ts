@@ -23,15 +23,17 @@
  * appended one by one, where such an event is simply a duplicate.
  *
  * Each event is stored with its public JSON (`public_json`), rendered here when
- * it is appended (../domain/event-json.ts): the feed reads that text and the
- * gateway answers it as it is (`listJson`). `list` reads the columns, for a
- * gateway that predates it (docs/decisions/0026-event-json-rendered-once.md).
+ * it is appended (../domain/event-json.ts). The feed reads those texts joined
+ * by Postgres into the page's JSON array (`listPage`), which the gateway places
+ * in its answer as it is (docs/decisions/0030-feed-page-assembled-by-postgres.md).
+ * `listJson` reads them one per event and `list` reads the columns, for a
+ * gateway of a previous release (docs/decisions/0026-event-json-rendered-once.md).
  *
  * The feed query reads one tenant's feed in sequence order through an index
  * that already holds that order, never a sort of the tenant's events: see
  * `pageQuery`.
  */
-import { sql, type Kysely, type Transaction } from "kysely";
+import { sql, type Expression, type Kysely, type Transaction } from "kysely";
 import type { DomainEvent } from "@dpp/contract";
 import type { TenantContext } from "@dpp/kit";
 import { eventPublicJson } from "../domain/event-json";
@@ -61,6 +63,16 @@ export interface FeedQuery {
 export interface FeedEventJson {
   json: string;
   sequence: number;
+}
+
+/** A page of the feed as one JSON array, its events' texts joined by Postgres. */
+export interface FeedPageJson {
+  /** UTF-8: the page's events' public JSON texts in feed order as a JSON array (`[]` for an empty page). */
+  json: Buffer;
+  /** A further matching event exists now. */
+  hasMore: boolean;
+  /** The sequence of the page's last event; null for an empty page. */
+  lastSequence: number | null;
 }
 
 export interface FeedPage<E = FeedEvent> {
@@ -147,21 +159,23 @@ export class EventsRepository {
 
   /**
    * The query of one page of a tenant's feed, oldest first, read in index order whatever the statistics, selecting
-   * `columns` (and `sequence`). Without a types filter: the primary key (organization_id, livemode, sequence) read in
-   * order from the cursor, limit + 1 rows. With types: for each type, event_type_idx (organization_id, livemode,
-   * type, sequence) read in order, limit + 1 rows each, merged by sequence (a Merge Append): the rows read are
-   * bounded by the page size times the number of types, never the tenant's whole feed, however rare or common the
-   * types are.
+   * `columns` (and `sequence`): the first `rows` events of `types` (all when empty) after the sequence `after`.
+   * Without a types filter: the primary key (organization_id, livemode, sequence) read in order from `after`,
+   * `rows` rows. With types: for each type, event_type_idx (organization_id, livemode, type, sequence) read in
+   * order, `rows` rows each, merged by sequence (a Merge Append): the rows read are bounded by the page size times
+   * the number of types, never the tenant's whole feed, however rare or common the types are.
    */
   private pageQuery<C extends keyof EventTable & string>(
     tenant: TenantContext,
-    q: FeedQuery,
+    types: readonly string[],
+    after: number | Expression<number>,
+    rows: number,
     columns: readonly C[],
   ) {
     // The page size as a subquery: the planner cannot see its value and plans to read only part of the
     // matching rows, so it reads an index in order and stops, whatever the statistics say (as the
     // passport lists do, docs/decisions/0023).
-    const pageSize = sql<number>`(select ${q.limit + 1}::int)`;
+    const pageSize = sql<number>`(select ${rows}::int)`;
     const page = (type: string | undefined) => {
       let query = this.db
         .selectFrom("event")
@@ -169,12 +183,12 @@ export class EventsRepository {
         .where("organization_id", "=", tenant.organizationId)
         .where("livemode", "=", tenant.livemode);
       if (type !== undefined) query = query.where("type", "=", type);
-      return query.where("sequence", ">", q.after).orderBy("sequence", "asc").limit(pageSize);
+      return query.where("sequence", ">", after).orderBy("sequence", "asc").limit(pageSize);
     };
-    const types = [...new Set(q.types)];
-    if (types.length <= 1) return page(types[0]);
+    const distinct = [...new Set(types)];
+    if (distinct.length <= 1) return page(distinct[0]);
     // Each branch in a subquery of its own: a UNION member cannot carry ORDER BY and LIMIT unparenthesised.
-    const [head, ...rest] = types.map((t, i) => this.db.selectFrom(page(t).as(`t${i}`)).selectAll());
+    const [head, ...rest] = distinct.map((t, i) => this.db.selectFrom(page(t).as(`t${i}`)).selectAll());
     return this.db
       .selectFrom(rest.reduce((u, p) => u.unionAll(p), head!).as("page"))
       .selectAll()
@@ -182,14 +196,34 @@ export class EventsRepository {
       .limit(pageSize);
   }
 
-  /** The query of `list`. */
+  /** The query of `list`: limit + 1 rows, the last one only telling that there is more. */
   listQuery(tenant: TenantContext, q: FeedQuery) {
-    return this.pageQuery(tenant, q, MESSAGE_COLUMNS);
+    return this.pageQuery(tenant, q.types, q.after, q.limit + 1, MESSAGE_COLUMNS);
   }
 
-  /** The query of `listJson`. */
+  /** The query of `listJson`: limit + 1 rows, as `list`. */
   listJsonQuery(tenant: TenantContext, q: FeedQuery) {
-    return this.pageQuery(tenant, q, JSON_COLUMNS);
+    return this.pageQuery(tenant, q.types, q.after, q.limit + 1, JSON_COLUMNS);
+  }
+
+  /**
+   * The query of `listPage`, one row also for an empty page (an aggregate without GROUP BY): the page's texts
+   * (`limit` rows of the page query) joined by commas in sequence order, the order the rows arrive in (null for
+   * an empty page), their last sequence, and whether the feed holds a further matching event: the page query
+   * again, from that last sequence, one row (so the same plans as the page's). The aggregate is the only
+   * large value Postgres builds: a concatenation around it (the brackets) would copy the page once more for
+   * every read, and costs more than the whole read under concurrent reads; the brackets are added by `listPage`.
+   */
+  listPageQuery(tenant: TenantContext, q: FeedQuery) {
+    const page = this.pageQuery(tenant, q.types, q.after, q.limit, JSON_COLUMNS).as("feed_page");
+    const further = this.pageQuery(tenant, q.types, sql<number>`max(feed_page.sequence)`, 1, []);
+    return this.db
+      .selectFrom(page)
+      .select((eb) => [
+        sql<string | null>`string_agg(feed_page.public_json, ',' order by feed_page.sequence)`.as("texts"),
+        sql<number | null>`max(feed_page.sequence)`.as("last_sequence"),
+        eb.exists(further).as("has_more"),
+      ]);
   }
 
   /** One page of a tenant's feed, oldest first, read from the columns. */
@@ -216,6 +250,22 @@ export class EventsRepository {
       events: rows.slice(0, q.limit).map((r) => ({ json: r.public_json, sequence: r.sequence })),
       hasMore: rows.length > q.limit,
     };
+  }
+
+  /**
+   * One page of a tenant's feed, oldest first, as the UTF-8 bytes of one JSON array of the events' stored public
+   * JSON texts, joined by Postgres (never parsed): one row and one string however many events the page holds.
+   */
+  async listPage(tenant: TenantContext, q: FeedQuery): Promise<FeedPageJson> {
+    const { rows } = await this.db.executeQuery(this.listPageQuery(tenant, q).compile());
+    const row = rows[0]!;
+    const texts = row.texts ?? "";
+    const json = Buffer.allocUnsafe(Buffer.byteLength(texts) + 2);
+    json[0] = 0x5b; // [
+    json.write(texts, 1, "utf8");
+    json[json.length - 1] = 0x5d; // ]
+    // Kysely types EXISTS as SqlBool (a boolean or 0/1); Postgres answers a boolean.
+    return { json, hasMore: Boolean(row.has_more), lastSequence: row.last_sequence };
   }
 }
 

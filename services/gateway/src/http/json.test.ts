@@ -1,4 +1,4 @@
-import { RawJson, jsonText, rawList, withRawField } from "./json";
+import { RawJson, RawJsonBytes, jsonBody, jsonText, rawList, rawListBytes, withRawField } from "./json";
 
 describe("raw JSON in answers", () => {
   it("appends a raw field to an object, parsed back to the same value", () => {
@@ -27,8 +27,29 @@ describe("raw JSON in answers", () => {
     });
   });
 
+  it("wraps the bytes of a JSON array in the list envelope, byte for byte", () => {
+    const data = Buffer.from('[{"id":"é"},{"id":"\u2028"}]', "utf8");
+    const page = rawListBytes(data.subarray(0), true, "c_2");
+    expect(Buffer.from(page.bytes).toString("utf8")).toBe(
+      `{"object":"list","data":${data.toString("utf8")},"has_more":true,"next_cursor":"c_2"}`,
+    );
+    expect(JSON.parse(jsonText(rawListBytes(Buffer.from("[]"), false, null)))).toEqual({
+      object: "list",
+      data: [],
+      has_more: false,
+      next_cursor: null,
+    });
+  });
+
   it("sends a RawJson as its text and anything else through JSON.stringify", () => {
     expect(jsonText(new RawJson('{"x":1}'))).toBe('{"x":1}');
     expect(jsonText({ x: [1, "y"] })).toBe('{"x":[1,"y"]}');
+    expect(jsonBody({ x: 1 })).toBe('{"x":1}');
+  });
+
+  it("sends a RawJsonBytes as its bytes, not as a string", () => {
+    const bytes = new Uint8Array(Buffer.from('{"x":"é"}', "utf8"));
+    expect(jsonBody(new RawJsonBytes(bytes))).toBe(bytes);
+    expect(jsonText(new RawJsonBytes(bytes))).toBe('{"x":"é"}');
   });
 });

@@ -34,9 +34,26 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
-/** The JSON text of an answer's body. */
+/**
+ * A JSON document held as UTF-8 bytes, sent as they are: a service's answer placed in the body without ever
+ * becoming a JavaScript string (no decoding, no encoding back). As for RawJson, only bytes that are JSON by
+ * construction belong here.
+ */
+export class RawJsonBytes {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** The JSON text of an answer's body (a RawJsonBytes is decoded: for tests and logs, not for sending). */
 export const jsonText = (body: unknown): string =>
-  body instanceof RawJson ? body.text : JSON.stringify(body);
+  body instanceof RawJson
+    ? body.text
+    : body instanceof RawJsonBytes
+      ? Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength).toString("utf8")
+      : JSON.stringify(body);
+
+/** What is sent for an answer's body: a RawJsonBytes's bytes as they are, otherwise its JSON text. */
+export const jsonBody = (body: unknown): string | Uint8Array =>
+  body instanceof RawJsonBytes ? body.bytes : jsonText(body);
 
 /** `fields` as a JSON object with `key` appended last, its value the JSON text `raw` as it is. */
 export function withRawField(fields: Record<string, unknown>, key: string, raw: string): RawJson {
@@ -51,4 +68,15 @@ export function rawList(items: readonly RawJson[], hasMore: boolean, nextCursor:
   return new RawJson(
     `{"object":"list","data":[${data}],"has_more":${hasMore},"next_cursor":${JSON.stringify(nextCursor)}}`,
   );
+}
+
+const LIST_HEAD = Buffer.from('{"object":"list","data":');
+
+/**
+ * The list envelope of `list` around `data`, the UTF-8 bytes of a JSON array text (a whole page rendered
+ * upstream), placed as they are: one copy into the body, no string.
+ */
+export function rawListBytes(data: Uint8Array, hasMore: boolean, nextCursor: string | null): RawJsonBytes {
+  const tail = Buffer.from(`,"has_more":${hasMore},"next_cursor":${JSON.stringify(nextCursor)}}`);
+  return new RawJsonBytes(Buffer.concat([LIST_HEAD, data, tail]));
 }

@@ -71,7 +71,7 @@ export interface HandlerInput {
 
 /**
  * The answer's JSON body (sent with the route's successStatus) and any extra headers. A RawJson body (json.ts)
- * is sent as the text it holds.
+ * is sent as the text it holds, a RawJsonBytes body as its bytes.
  */
 export interface HandlerResult {
   body: unknown;

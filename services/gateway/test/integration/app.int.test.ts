@@ -282,6 +282,8 @@ describe("passport JSON", () => {
 
     answers.set("listEvents", () => ({
       events: [eventMessage({ organizationId: org.id })],
+      eventJson: [],
+      pageJson: new Uint8Array(0),
       hasMore: false,
       nextCursor: "c",
     }));
@@ -326,6 +328,49 @@ describe("passport JSON", () => {
     // Anonymous: no key and no tenant in the context.
     expect(calls.at(-1)!.ctx.keyId).toBeUndefined();
     expect(calls.at(-1)!.ctx.organizationId).toBeUndefined();
+  });
+});
+
+describe("the feed page the events service assembled", () => {
+  const feed = () => `/v1/organizations/${org.id}/events`;
+  const texts = [
+    JSON.stringify({ object: "event", id: "evt_1", related: { name: "Größe \u2028 ✓" } }),
+    JSON.stringify({ object: "event", id: "evt_2", related: {} }),
+  ];
+  const page = Buffer.from(`[${texts.join(",")}]`, "utf8");
+  const envelope = `{"object":"list","data":${page.toString("utf8")},"has_more":true,"next_cursor":"c_9"}`;
+
+  it("is answered as its bytes in the list envelope, with their length, the same for GET and HEAD", async () => {
+    answers.set("listEvents", () => ({
+      events: [],
+      eventJson: [],
+      pageJson: new Uint8Array(page),
+      hasMore: true,
+      nextCursor: "c_9",
+    }));
+    const got = await request(feed(), { key: keys.test });
+    expect(got.status).toBe(200);
+    expect(got.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(got.text).toBe(envelope);
+    expect(got.headers.get("content-length")).toBe(String(Buffer.byteLength(envelope)));
+    expect(Buffer.byteLength(envelope)).toBeGreaterThan(envelope.length);
+    const head = await request(feed(), { key: keys.test, method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.text).toBe("");
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(envelope)));
+  });
+
+  it("is the same answer from a service of the previous release, one text per event", async () => {
+    answers.set("listEvents", () => ({
+      events: [],
+      eventJson: texts,
+      pageJson: new Uint8Array(0),
+      hasMore: true,
+      nextCursor: "c_9",
+    }));
+    const got = await request(feed(), { key: keys.test });
+    expect(got.text).toBe(envelope);
+    expect(got.headers.get("content-length")).toBe(String(Buffer.byteLength(envelope)));
   });
 });
 
@@ -592,7 +637,13 @@ describe("query parameters", () => {
   });
 
   it("passes a repeated type of the events feed as a list", async () => {
-    answers.set("listEvents", () => ({ events: [], eventJson: [], hasMore: false, nextCursor: "c" }));
+    answers.set("listEvents", () => ({
+      events: [],
+      eventJson: [],
+      pageJson: Buffer.from("[]"),
+      hasMore: false,
+      nextCursor: "c",
+    }));
     const feed = `/v1/organizations/${org.id}/events`;
     await request(`${feed}?type=passport.created&type=passport.updated&limit=10&cursor=c1`, {
       key: keys.test,
@@ -600,9 +651,15 @@ describe("query parameters", () => {
     await request(`${feed}?type=passport.published`, { key: keys.test });
     await request(feed, { key: keys.test });
     expect(calls.map((c) => c.req)).toEqual([
-      { limit: 10, cursor: "c1", types: ["passport.created", "passport.updated"], asJson: true },
-      { limit: 20, cursor: "", types: ["passport.published"], asJson: true },
-      { limit: 20, cursor: "", types: [], asJson: true },
+      {
+        limit: 10,
+        cursor: "c1",
+        types: ["passport.created", "passport.updated"],
+        asPage: true,
+        asJson: true,
+      },
+      { limit: 20, cursor: "", types: ["passport.published"], asPage: true, asJson: true },
+      { limit: 20, cursor: "", types: [], asPage: true, asJson: true },
     ]);
   });
 

@@ -1,7 +1,7 @@
 /** The last step of a route: its handler, then the answer (marked when a service replayed a recorded result). */
 import type { Request, Response } from "express";
 import { REPLAYED_HEADER } from "@dpp/kit";
-import { jsonText } from "../json";
+import { jsonBody } from "../json";
 import type { Route, Step } from "../route";
 import { contextOf } from "./locals";
 
@@ -21,7 +21,7 @@ export function dispatch(route: Route): Step {
       const { headers } = out;
       if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
       if (ctx.outcome?.idempotentReplayed) res.setHeader(REPLAYED_HEADER, "true");
-      sendJson(req, res, successStatus, jsonText(out.body));
+      sendJson(req, res, successStatus, jsonBody(out.body));
     });
   };
 }
@@ -29,13 +29,15 @@ export function dispatch(route: Route): Step {
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /**
- * Sends a JSON text with `status`, as express's `res.status(status).type("application/json").send(text)` does
- * (the same headers, 304 for a fresh GET or HEAD, no body for HEAD), without its per-answer parsing of the type.
+ * Sends a JSON text, or its UTF-8 bytes as they are, with `status`, as express's
+ * `res.status(status).type("application/json").send(body)` does (the same headers, 304 for a fresh GET or HEAD,
+ * no body for HEAD), without its per-answer parsing of the type.
  */
-export function sendJson(req: Request, res: Response, status: number, text: string): void {
+export function sendJson(req: Request, res: Response, status: number, body: string | Uint8Array): void {
   res.statusCode = status;
   res.setHeader("Content-Type", JSON_TYPE);
-  if (!res.hasHeader("Transfer-Encoding")) res.setHeader("Content-Length", String(Buffer.byteLength(text)));
+  const length = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
+  if (!res.hasHeader("Transfer-Encoding")) res.setHeader("Content-Length", String(length));
   // express's freshness check (If-None-Match, If-Modified-Since): only asked when the request has one of them.
   const h = req.headers;
   if ((h["if-none-match"] !== undefined || h["if-modified-since"] !== undefined) && req.fresh) {
@@ -43,8 +45,9 @@ export function sendJson(req: Request, res: Response, status: number, text: stri
     res.removeHeader("Content-Type");
     res.removeHeader("Content-Length");
     res.removeHeader("Transfer-Encoding");
-    text = "";
+    body = "";
   }
   if (req.method === "HEAD") res.end();
-  else res.end(text, "utf8");
+  else if (typeof body === "string") res.end(body, "utf8");
+  else res.end(body);
 }

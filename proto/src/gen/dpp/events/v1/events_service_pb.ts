@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/events/v1/events_service.proto.
  */
 export const file_dpp_events_v1_events_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlIlIKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCRIPCgdhc19qc29uGAQgASgIInUKEkxpc3RFdmVudHNSZXNwb25zZRIkCgZldmVudHMYASADKAsyFC5kcHAuZXZlbnRzLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJEhIKCmV2ZW50X2pzb24YBCADKAkyYgoNRXZlbnRzU2VydmljZRJRCgpMaXN0RXZlbnRzEiAuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVxdWVzdBohLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlImMKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCRIPCgdhc19qc29uGAQgASgIEg8KB2FzX3BhZ2UYBSABKAgiiAEKEkxpc3RFdmVudHNSZXNwb25zZRIkCgZldmVudHMYASADKAsyFC5kcHAuZXZlbnRzLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJEhIKCmV2ZW50X2pzb24YBCADKAkSEQoJcGFnZV9qc29uGAUgASgMMmIKDUV2ZW50c1NlcnZpY2USUQoKTGlzdEV2ZW50cxIgLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaIS5kcHAuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.events.v1.Event
@@ -89,6 +89,15 @@ export type ListEventsRequest = Message<"dpp.events.v1.ListEventsRequest"> & {
    * @generated from field: bool as_json = 4;
    */
   asJson: boolean;
+
+  /**
+   * Answer the page as one JSON array text (ListEventsResponse.page_json) instead of one text per event or
+   * messages; it takes precedence over as_json. A service that predates this field ignores it and answers what
+   * as_json (or its absence) asks for: a caller that sets both reads whichever of the three the response fills.
+   *
+   * @generated from field: bool as_page = 5;
+   */
+  asPage: boolean;
 };
 
 /**
@@ -127,6 +136,16 @@ export type ListEventsResponse = Message<"dpp.events.v1.ListEventsResponse"> & {
    * @generated from field: repeated string event_json = 4;
    */
   eventJson: string[];
+
+  /**
+   * With ListEventsRequest.as_page: the page's events as one JSON array text, UTF-8, the event_json texts in
+   * feed order joined by commas within brackets (`[]` for an empty page, so never empty when answered);
+   * `events` and `event_json` are then empty. Assembled by the database; a caller places the bytes in its
+   * answer as they are.
+   *
+   * @generated from field: bytes page_json = 5;
+   */
+  pageJson: Uint8Array;
 };
 
 /**
