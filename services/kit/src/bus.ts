@@ -423,6 +423,9 @@ class PgSubscription {
   private job?: LeaderJob;
   private stopped = false;
   private offsetRowExists = false;
+  /** NOTIFYs of the topic so far, and how many of them a successful pass read after. */
+  private notified = 0;
+  private covered = 0;
 
   constructor(
     private readonly db: Kysely<BusDB>,
@@ -442,7 +445,9 @@ class PgSubscription {
       this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
     );
     listener.on("notification", (n) => {
-      if (n.payload === this.s.topic) this.job?.wake();
+      if (n.payload !== this.s.topic) return;
+      this.notified++;
+      this.job?.wake();
     });
     await listener.connect();
     await listener.query(`listen ${NOTIFY_CHANNEL}`);
@@ -456,6 +461,8 @@ class PgSubscription {
       name: `bus:${this.s.group}:${this.s.topic}`,
       intervalMs: this.o.pollIntervalMs ?? 250,
       lock: false,
+      // A NOTIFY that arrived while a pass ran needs no pass of its own when that pass read the batch after it.
+      pending: () => this.covered !== this.notified,
       log: this.o.log.child({ group: this.s.group }),
       run: async () => {
         try {
@@ -476,7 +483,9 @@ class PgSubscription {
     let total = 0;
     for (;;) {
       if (this.stopped) return total;
+      const notified = this.notified;
       const n = await this.pollOnce(batch);
+      this.covered = notified;
       total += n;
       if (n < batch) return total;
     }
