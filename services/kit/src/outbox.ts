@@ -320,7 +320,10 @@ export class OutboxRelay {
    * The unsent rows a batch takes, once the relay's lock is held: the oldest, at most `batch`. The lock is
    * tried in a CTE the candidates read, so no row is taken without it. Order is safe even though the
    * statement's snapshot may predate the previous holder's commit: rows it marked fail the update's own
-   * `sent_at is null` re-check, and an organization's rows commit in id order (header).
+   * `sent_at is null` re-check, and an organization's rows commit in id order (header). The update that
+   * follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
+   * the statistics, never a scan of every entry of the unsent index (which keeps the entries of rows sent since
+   * the last vacuum).
    */
   private lockAndCandidates(batch: number) {
     return sql`
@@ -342,8 +345,7 @@ export class OutboxRelay {
         with ${this.lockAndCandidates(batch)},
         moved as (
           update outbox set sent_at = now()
-          from candidate
-          where outbox.id = candidate.id and outbox.sent_at is null
+          where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
           returning outbox.id as ord, outbox.organization_id as key, outbox.payload::text as value),
         inserted as (${bus.insertFrom(this.topic, "moved")})
         select (select locked from relay_lock) as locked,
@@ -387,8 +389,7 @@ export class OutboxRelay {
         with ${this.lockAndCandidates(batch)},
         marked as (
           update outbox set sent_at = now()
-          from candidate
-          where outbox.id = candidate.id and outbox.sent_at is null
+          where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
           returning outbox.id, outbox.event_id, outbox.type, outbox.organization_id, outbox.payload,
                     outbox.trace_context)
         select (select locked from relay_lock) as locked, (select count(*)::int from candidate) as candidates, m.*
