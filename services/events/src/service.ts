@@ -24,6 +24,7 @@ export const eventsService = defineService({
     const subscription = await subscribeFeed(rt.bus, repo, rt.log, {
       topic: rt.config.KAFKA_TOPIC,
       group: rt.config.KAFKA_CONSUMER_GROUP,
+      db: rt.db,
     });
     rt.onStop(() => subscription.stop());
     const days = rt.config.FEED_RETENTION_DAYS;

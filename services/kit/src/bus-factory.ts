@@ -1,3 +1,4 @@
+import type { Kysely } from "kysely";
 import { PgBus, type Bus } from "./bus";
 import type { KafkaBusOptions, KafkaTestOnlySettings } from "./kafka-bus";
 import { kafkaEnvSchema, type KafkaEnv } from "./kafka-config";
@@ -14,13 +15,17 @@ export interface BusConfig extends Partial<KafkaEnv> {
 /**
  * Chooses the bus adapter from configuration: Kafka when KAFKA_BROKERS is set
  * (the config must come from a schema that includes `kafkaEnv`), else the
- * Postgres-table transport in schema `bus` (the one-machine default).
+ * Postgres-table transport in schema `bus` (the one-machine default). `db`, the
+ * service's pool on DATABASE_URL, becomes the bus's local pool (PgBusOptions.local)
+ * when the bus tables are in that database (BUS_DATABASE_URL unset or the same).
  */
 export function createBus(
   config: BusConfig,
   log: Logger,
   o: {
     serviceName?: string;
+    /** The service's pool on DATABASE_URL. */
+    db?: Kysely<any>;
     createKafkaClient?: KafkaBusOptions["createClient"];
     /** Tests only: settings for a broker that cannot serve the production ones (see KafkaTestOnlySettings). */
     kafkaTestOnly?: KafkaTestOnlySettings;
@@ -37,9 +42,11 @@ export function createBus(
     log.info({ brokers: options.brokers, clientId: options.clientId }, "bus: kafka");
     return new KafkaBus({ ...options, createClient: o.createKafkaClient, testOnly: o.kafkaTestOnly });
   }
+  const busUrl = config.BUS_DATABASE_URL ?? config.DATABASE_URL;
   return new PgBus({
-    url: config.BUS_DATABASE_URL ?? config.DATABASE_URL,
+    url: busUrl,
     log,
     idleTimeoutMs: config.DB_POOL_IDLE_MS,
+    local: busUrl === config.DATABASE_URL ? o.db : undefined,
   });
 }

@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import { metrics, type ObservableCallback, type ObservableGauge } from "@opentelemetry/api";
-import { sql, type Kysely, type Generated, type Migration } from "kysely";
+import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
 import { createDb, lockKey, migrateDatabase } from "./db";
 import type { Logger } from "./logger";
 import { startLeaderJob, type LeaderJob } from "./jobs";
@@ -55,8 +55,21 @@ export interface BusStatus {
 export interface SubscribeOptions {
   group: string;
   topic: string;
-  /** Handles a batch in order; throwing makes the whole batch be redelivered. */
-  handler: (messages: BusMessage[]) => Promise<void>;
+  /**
+   * Handles a batch in order; throwing makes the whole batch be redelivered. `tx` is given only on the
+   * Postgres transport when `db` is a pool of the database the bus tables are in (see `db`): the transaction
+   * that holds the group's position for this batch, and commits it after the handler returned.
+   */
+  handler: (messages: BusMessage[], tx?: Transaction<any>) => Promise<void>;
+  /**
+   * The consumer's own pool. On the Postgres transport, when the bus tables are in that database
+   * (PgBus.isLocalTo), each batch is read and the group's position advanced in a transaction of this pool, and
+   * the handler gets it (`tx`): what it writes there commits together with the position, or neither does.
+   * A batch that fails in it (its handler, or the connection) is rolled back and handled once more at once
+   * without `tx`, as on any other bus (the handler's own transactions, the position committed after it
+   * returned), so that a handler can tell a bad message from a bad batch. Ignored by other transports.
+   */
+  db?: Kysely<any>;
 }
 
 /**
@@ -261,6 +274,12 @@ export interface PgBusOptions {
   retentionHours?: number;
   /** A connection idle this long in the bus's pool is closed (30 s by default). */
   idleTimeoutMs?: number;
+  /**
+   * The pool of the service that uses this bus, when the bus tables are in that same database (the bus has no
+   * database of its own): its outbox relay then moves events into the bus table in its own statements, and its
+   * subscriptions that name this pool (SubscribeOptions.db) read their batches in its transactions.
+   */
+  local?: Kysely<any>;
 }
 
 /**
@@ -324,6 +343,47 @@ export class PgBus implements Bus {
       select pg_notify(${NOTIFY_CHANNEL}, ${topic})`.execute(this.db);
   }
 
+  /** Whether `db` is the service's pool in the database the bus tables are in (PgBusOptions.local). */
+  isLocalTo(db: Kysely<any> | undefined): boolean {
+    return db !== undefined && db === this.o.local;
+  }
+
+  /**
+   * For one statement on a pool the bus is local to (isLocalTo), the body of a data-modifying CTE that publishes
+   * the rows of the statement's CTE `source` (columns `key`, `value`, `ord`) to `topic`, in `ord` order, without
+   * headers: what publish() does, in the caller's statement. The topic's lock is taken before any message id is
+   * drawn (and only when `source` has a row): the lock's one-row subquery is read by the join the sort of the
+   * insert's rows waits for. Returns one row per message. The statement ends with `notifyIfAny(topic, cte)`, and
+   * runs through `published()` so the bus's status sees its outcome.
+   */
+  insertFrom(topic: string, source: string): RawBuilder<unknown> {
+    return sql`
+      insert into ${sql.table(`${BUS_SCHEMA}.message`)} (topic, key, value)
+      select ${topic}, s.key, s.value
+      from ${sql.table(source)} as s,
+           (select pg_advisory_xact_lock(${lockKey(`bus:${topic}`)})
+            from (select 1 from ${sql.table(source)} limit 1) as any_row) as topic_lock
+      order by s.ord
+      returning 1`;
+  }
+
+  /** The NOTIFY that wakes the topic's subscribers at commit, when the CTE `inserted` (insertFrom) inserted a row. */
+  notifyIfAny(topic: string, inserted: string): RawBuilder<unknown> {
+    return sql`(select pg_notify(${NOTIFY_CHANNEL}, ${topic}) where exists (select 1 from ${sql.table(inserted)}))`;
+  }
+
+  /** Runs a statement that publishes through insertFrom, reporting its outcome in status(). */
+  async published<T>(statement: () => Promise<T>): Promise<T> {
+    try {
+      const result = await statement();
+      this.tracker.publishSucceeded();
+      return result;
+    } catch (err) {
+      this.tracker.publishFailed(err);
+      throw err;
+    }
+  }
+
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     const sub = new PgSubscription(this.db, this.o, options, this.tracker);
     this.subs.add(sub);
@@ -363,6 +423,9 @@ class PgSubscription {
   private job?: LeaderJob;
   private stopped = false;
   private offsetRowExists = false;
+  /** NOTIFYs of the topic so far, and how many of them a successful pass read after. */
+  private notified = 0;
+  private covered = 0;
 
   constructor(
     private readonly db: Kysely<BusDB>,
@@ -382,7 +445,9 @@ class PgSubscription {
       this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
     );
     listener.on("notification", (n) => {
-      if (n.payload === this.s.topic) this.job?.wake();
+      if (n.payload !== this.s.topic) return;
+      this.notified++;
+      this.job?.wake();
     });
     await listener.connect();
     await listener.query(`listen ${NOTIFY_CHANNEL}`);
@@ -396,6 +461,8 @@ class PgSubscription {
       name: `bus:${this.s.group}:${this.s.topic}`,
       intervalMs: this.o.pollIntervalMs ?? 250,
       lock: false,
+      // A NOTIFY that arrived while a pass ran needs no pass of its own when that pass read the batch after it.
+      pending: () => this.covered !== this.notified,
       log: this.o.log.child({ group: this.s.group }),
       run: async () => {
         try {
@@ -416,66 +483,78 @@ class PgSubscription {
     let total = 0;
     for (;;) {
       if (this.stopped) return total;
+      const notified = this.notified;
       const n = await this.pollOnce(batch);
+      this.covered = notified;
       total += n;
       if (n < batch) return total;
     }
   }
 
   /**
-   * One batch in one transaction: lock the group's offset row (skipping the
-   * pass when another consumer of the group holds it), read the next messages
-   * after its position, handle them, advance the position, commit. The offset
-   * row is locked by a statement of its own so that the read of the messages
-   * that follows has a snapshot taken after the lock, with the position the
-   * previous holder committed; a failed handler rolls back, and the batch is
-   * read again.
+   * One batch in one transaction: one statement locks the group's offset row (skipping the pass when another
+   * consumer of the group holds it), reads the next messages after its position and advances the position past
+   * them; the handler runs; the commit makes the new position visible, and a failed handler rolls it back, so the
+   * batch is read again. The position the statement reads is the newest committed one even when the statement's
+   * snapshot predates the previous holder's commit (a row locked FOR UPDATE is the row's newest version), and
+   * the messages after it it may then miss committed after that snapshot: their NOTIFY wakes another pass. The
+   * position is a scalar subquery, so the messages are read in index order from it and the read stops at the
+   * batch size, whatever the backlog.
+   *
+   * When the subscriber named a pool the bus is local to (SubscribeOptions.db), the pass runs in a transaction
+   * of that pool and the handler joins it. When that pass fails (the handler, or its connection), everything
+   * in it is rolled back, and the batch is read and handled once more at once on the bus's own pool, the
+   * handler writing in its own transactions; when that fails too, the pass fails (the job backs off).
    */
   private async pollOnce(batch: number): Promise<number> {
-    const { group, topic } = this.s;
     if (!this.offsetRowExists) {
-      await this.db
-        .insertInto("consumer_offset")
-        .values({ group_id: group, topic, position: 0 })
-        .onConflict((oc) => oc.columns(["group_id", "topic"]).doNothing())
-        .execute();
+      await sql`
+        insert into ${sql.table(`${BUS_SCHEMA}.consumer_offset`)} (group_id, topic, position)
+        values (${this.s.group}, ${this.s.topic}, 0)
+        on conflict (group_id, topic) do nothing`.execute(this.db);
       this.offsetRowExists = true;
     }
-    return this.db.transaction().execute(async (trx) => {
-      const offset = await trx
-        .selectFrom("consumer_offset")
-        .select("position")
-        .where("group_id", "=", group)
-        .where("topic", "=", topic)
-        .forUpdate()
-        .skipLocked()
-        .executeTakeFirst();
-      if (!offset) return 0;
-      const rows = await trx
-        .selectFrom("message")
-        .select(["id", "key", "value", "headers"])
-        .where("topic", "=", topic)
-        .where("id", ">", offset.position)
-        .orderBy("id")
-        .limit(batch)
-        .execute();
+    const joined = this.s.db !== undefined && this.s.db === this.o.local ? this.s.db : undefined;
+    if (joined) {
+      try {
+        return await this.pass(joined, batch, true);
+      } catch (err) {
+        this.o.log.debug(
+          { group: this.s.group, topic: this.s.topic, err },
+          "bus batch failed in the subscriber's transaction; handling it once more apart",
+        );
+      }
+    }
+    return this.pass(this.db, batch, false);
+  }
+
+  private async pass(db: Kysely<any>, batch: number, joined: boolean): Promise<number> {
+    const { group, topic } = this.s;
+    const offsets = sql.table(`${BUS_SCHEMA}.consumer_offset`);
+    return db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ id: number; key: string; value: string; headers: unknown }>`
+        with cur as (
+          select position from ${offsets} where group_id = ${group} and topic = ${topic}
+          for update skip locked),
+        batch as (
+          select id, key, value, headers from ${sql.table(`${BUS_SCHEMA}.message`)}
+          where topic = ${topic} and id > (select position from cur)
+          order by id limit ${batch}),
+        advanced as (
+          update ${offsets} set position = (select max(id) from batch)
+          where group_id = ${group} and topic = ${topic} and exists (select 1 from batch)
+          returning 1)
+        select id, key, value, headers from batch order by id`.execute(trx);
       if (rows.length === 0) return 0;
-      await this.s.handler(
-        rows.map((r) => ({
-          key: r.key,
-          value: r.value,
-          headers: (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers) as Record<
-            string,
-            string
-          >,
-        })),
-      );
-      await trx
-        .updateTable("consumer_offset")
-        .set({ position: rows[rows.length - 1]!.id })
-        .where("group_id", "=", group)
-        .where("topic", "=", topic)
-        .execute();
+      const messages = rows.map((r) => ({
+        key: r.key,
+        value: r.value,
+        headers: (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers) as Record<
+          string,
+          string
+        >,
+      }));
+      await (joined ? this.s.handler(messages, trx) : this.s.handler(messages));
       return rows.length;
     });
   }

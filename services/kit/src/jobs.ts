@@ -11,7 +11,8 @@
  *   `intervalMs`; `wake()` asks for a pass now (coalesced with a running one),
  *   or `wakeDelayMs` later when set: wakes within that window share one pass,
  *   so a job woken by every commit (the outbox relay) carries several commits'
- *   work per pass instead of one.
+ *   work per pass instead of one. A wake during a pass asks for another pass
+ *   after it, unless `pending` says the pass that ran already did its work.
  * - Failure: the pass is retried after an exponential backoff with jitter,
  *   capped; wakes are ignored during the backoff. The first failure is logged
  *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
@@ -39,6 +40,12 @@ export interface LeaderJobOptions {
    * meanwhile (default 0: at once). The interval's passes are not delayed.
    */
   wakeDelayMs?: number;
+  /**
+   * Asked when a pass ends and wakes or ticks arrived while it ran: false drops the pass they asked for,
+   * because the pass that ran already did their work (a job that can tell, e.g. the outbox relay, whose
+   * last statement saw every commit that woke it before that statement was sent). Default: never dropped.
+   */
+  pending?: () => boolean;
   /** Delay of the first pass after start (default 0). */
   firstRunDelayMs?: number;
   /** Backoff after failures: first delay (default intervalMs, at most 1 s) and cap (default 30 s). */
@@ -166,7 +173,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
         running = undefined;
         if (again) {
           again = false;
-          requestWake();
+          if (o.pending?.() !== false) requestWake();
         }
       });
   };

@@ -1,7 +1,9 @@
 /**
  * The outbox: a service writes its domain events into its own `outbox` table in
  * the same transaction as the state change; the relay moves unsent rows to the
- * bus and marks them sent only after the bus accepted them (at-least-once).
+ * bus and marks them sent only after the bus accepted them (at-least-once), or,
+ * on a Postgres bus in the same database, marks them and inserts them into the
+ * bus table in one statement (exactly once; see OutboxRelay).
  *
  * The relay never reads "ids greater than the last one sent": ids are drawn
  * before commit and transactions commit out of order, so such a cursor would
@@ -33,9 +35,9 @@ import { startLeaderJob, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
 import { createDb, lockKey } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
-import type { Bus } from "./bus";
+import { PgBus, type Bus } from "./bus";
 import type { Logger } from "./logger";
-import { activeTraceContext, startPublishSpans } from "./tracing";
+import { activeTraceContext, publishingUntraced, startPublishSpans } from "./tracing";
 
 export interface OutboxTable {
   id: Generated<number>;
@@ -196,6 +198,12 @@ type PendingRow = {
   trace_context: unknown;
 };
 
+/** What one batch of the relay did: rows sent, and unsent rows its statement saw (at most the batch size). */
+interface BatchOutcome {
+  sent: number;
+  candidates: number;
+}
+
 /**
  * Moves unsent outbox rows to the bus. Its passes run under the job runner
  * (jobs.ts), woken after each commit that wrote events (debounced by
@@ -207,10 +215,24 @@ type PendingRow = {
  * replica that misses it skips the pass), inside the batch's own transaction,
  * instead of the job runner's session lock, which would cost two more
  * statements, each a transaction of its own, per pass.
+ *
+ * A batch takes one of two ways:
+ *
+ * - moved: when the bus is the Postgres table in this same database (PgBus.isLocalTo) and this process does
+ *   not trace (no trace context would travel with the messages, no span would be recorded), one statement
+ *   takes the lock, marks the oldest unsent rows sent and inserts them into the bus table, in id order, and
+ *   wakes the subscribers at its commit. Its own transaction, no begin and no commit: the rows are sent and
+ *   on the bus, or neither, whatever fails when; no row is read into this process.
+ * - published: otherwise (Kafka, a bus in another database, tracing), one transaction marks the rows sent,
+ *   publishes them through the bus in PRODUCER spans, and commits after the bus acknowledged them
+ *   (at-least-once, see relayBatch).
  */
 export class OutboxRelay {
   private job?: LeaderJob;
   private lastPrune = 0;
+  /** Wakes so far, and how many of them a batch's statement, sent after them, has seen the commits of. */
+  private woken = 0;
+  private covered = 0;
 
   constructor(
     private readonly db: Kysely<any>,
@@ -223,6 +245,10 @@ export class OutboxRelay {
     return `outbox:${this.o.schema}`;
   }
 
+  private get topic(): string {
+    return this.o.topic ?? DOMAIN_EVENTS_TOPIC;
+  }
+
   start(): void {
     this.job = startLeaderJob({
       name: this.lockName,
@@ -232,6 +258,9 @@ export class OutboxRelay {
       lock: false,
       log: this.log,
       run: () => this.drain(),
+      // A commit that woke the relay while a pass ran needs no pass of its own when a statement of that pass
+      // was sent after the wake: that statement's snapshot holds the commit.
+      pending: () => this.covered !== this.woken,
       backoffMinMs: this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
       backoffMaxMs: this.o.backoffMaxMs ?? 30_000,
     });
@@ -247,27 +276,92 @@ export class OutboxRelay {
    * caller's trace: it relays rows of many requests, each published in a span of its own request's trace.
    */
   wake(): void {
+    this.woken++;
     context.with(ROOT_CONTEXT, () => this.job?.wake());
   }
 
-  /** One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. */
+  /**
+   * One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock.
+   *
+   * A batch's statement may have a snapshot taken before the previous holder of the lock (another replica)
+   * committed: the rows it sees unsent may have been sent meanwhile (the update's re-check of `sent_at is null`
+   * skips them). When it saw unsent rows and sent none, the next batch looks again on a fresh snapshot; when
+   * it saw none, there were none when the pass began (a row committed later wakes a pass of its own), and the
+   * pass ends without another statement. It also goes on after a full batch.
+   *
+   * Commits that woke the relay while a pass ran ask for another pass after it (jobs.ts), which finds nothing
+   * when the pass's last statement was sent after those wakes (the commits were in its snapshot): such a pass
+   * is not run (`pending`). A statement that did not get the lock covers no wake.
+   */
   async drain(): Promise<number> {
     const batch = this.o.batchSize ?? 200;
+    const moveTo = this.bus instanceof PgBus && this.bus.isLocalTo(this.db) ? this.bus : undefined;
     let total = 0;
+    let lookedAgain = false;
     for (;;) {
-      const n = await this.relayBatch(batch);
-      if (n === undefined) break;
-      total += n;
-      if (n < batch) break;
+      const woken = this.woken;
+      const outcome =
+        moveTo && publishingUntraced() ? await this.moveBatch(moveTo, batch) : await this.relayBatch(batch);
+      if (outcome === undefined) break;
+      this.covered = woken;
+      total += outcome.sent;
+      if (outcome.candidates >= batch) continue;
+      if (outcome.sent === 0 && outcome.candidates > 0 && !lookedAgain) {
+        lookedAgain = true;
+        continue;
+      }
+      break;
     }
     await this.pruneIfDue();
     return total;
   }
 
   /**
-   * One batch, in one transaction: take the relay's lock, mark the oldest
-   * unsent rows sent (one statement that reads them, in id order), publish
-   * them in id order, and commit only after the bus acknowledged them. A
+   * The unsent rows a batch takes, once the relay's lock is held: the oldest, at most `batch`. The lock is
+   * tried in a CTE the candidates read, so no row is taken without it. Order is safe even though the
+   * statement's snapshot may predate the previous holder's commit: rows it marked fail the update's own
+   * `sent_at is null` re-check, and an organization's rows commit in id order (header). The update that
+   * follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
+   * the statistics, never a scan of every entry of the unsent index (which keeps the entries of rows sent since
+   * the last vacuum).
+   */
+  private lockAndCandidates(batch: number) {
+    return sql`
+      relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
+      candidate as (
+        select id from outbox
+        where sent_at is null and (select locked from relay_lock)
+        order by id limit ${batch})`;
+  }
+
+  /**
+   * One batch as one statement, on a bus table in this database (see the class comment): the rows are marked
+   * sent and inserted into the bus in outbox id order (ids drawn under the topic's lock, as publish does), the
+   * subscribers notified at commit. undefined: another relay holds the lock.
+   */
+  private async moveBatch(bus: PgBus, batch: number): Promise<BatchOutcome | undefined> {
+    const { rows } = await bus.published(() =>
+      sql<{ locked: boolean; candidates: number; sent: number }>`
+        with ${this.lockAndCandidates(batch)},
+        moved as (
+          update outbox set sent_at = now()
+          where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
+          returning outbox.id as ord, outbox.organization_id as key, outbox.payload::text as value),
+        inserted as (${bus.insertFrom(this.topic, "moved")})
+        select (select locked from relay_lock) as locked,
+               (select count(*)::int from candidate) as candidates,
+               (select count(*)::int from inserted) as sent,
+               ${bus.notifyIfAny(this.topic, "inserted")} as notified`.execute(this.db),
+    );
+    const row = rows[0];
+    if (!row?.locked) return undefined;
+    return { sent: row.sent, candidates: row.candidates };
+  }
+
+  /**
+   * One batch through the bus, in one transaction: take the relay's lock, mark
+   * the oldest unsent rows sent (one statement that reads them, in id order),
+   * publish them in id order, and commit only after the bus acknowledged them. A
    * failed publish rolls the marks back; a crash or a failed commit after the
    * publish re-sends the rows on a later pass, which the events service drops
    * as duplicates by event id (at-least-once). undefined: another relay holds
@@ -286,33 +380,27 @@ export class OutboxRelay {
    * Each event is published in its own span, a child of the trace that wrote it,
    * whose context travels in the message headers.
    */
-  private async relayBatch(batch: number): Promise<number | undefined> {
-    const topic = this.o.topic ?? DOMAIN_EVENTS_TOPIC;
+  private async relayBatch(batch: number): Promise<BatchOutcome | undefined> {
+    const topic = this.topic;
     return this.db.transaction().execute(async (trx) => {
-      // The lock is tried in a CTE the update joins, so no row is marked without it. Order is safe even
-      // though the statement's snapshot may predate the previous holder's commit: rows it marked fail the
-      // update's own `sent_at is null` re-check, and an organization's rows commit in id order (header).
-      // A statement whose snapshot predates the previous holder's commit marks nothing although rows may be
-      // waiting: with the lock held (a second try of a held lock succeeds), once more on a fresh snapshot, so an
-      // empty answer means the outbox is drained and never that another relay's pass was just committing.
-      const mark = () =>
-        sql<(PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean }>`
-        with relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
+      const { rows } = await sql<
+        (PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean; candidates: number }
+      >`
+        with ${this.lockAndCandidates(batch)},
         marked as (
           update outbox set sent_at = now()
-          from relay_lock
-          where relay_lock.locked and outbox.sent_at is null
-            and outbox.id in (select id from outbox where sent_at is null order by id limit ${batch})
+          where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
           returning outbox.id, outbox.event_id, outbox.type, outbox.organization_id, outbox.payload,
                     outbox.trace_context)
-        select (select locked from relay_lock) as locked, m.*
+        select (select locked from relay_lock) as locked, (select count(*)::int from candidate) as candidates, m.*
         from (values (1)) as one (n) left join marked m on true`.execute(trx);
-      let { rows } = await mark();
       if (!rows[0]?.locked) return undefined;
-      if (rows.every((r) => r.id === null)) ({ rows } = await mark());
-      const pending = rows.filter((r): r is PendingRow & { locked: boolean } => r.id !== null);
+      const candidates = rows[0].candidates;
+      const pending = rows.filter(
+        (r): r is PendingRow & { locked: boolean; candidates: number } => r.id !== null,
+      );
       pending.sort((a, b) => a.id - b.id);
-      if (pending.length === 0) return 0;
+      if (pending.length === 0) return { sent: 0, candidates };
       const spans = startPublishSpans(
         topic,
         pending.map((r) => parseTraceContext(r.trace_context)),
@@ -335,7 +423,7 @@ export class OutboxRelay {
         spans.end(err);
         throw err;
       }
-      return pending.length;
+      return { sent: pending.length, candidates };
     });
   }
 

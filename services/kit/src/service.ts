@@ -249,7 +249,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       log,
     });
     steps.push(() => db.destroy());
-    const bus = createBus(config, log, { serviceName: def.name });
+    const bus = createBus(config, log, { serviceName: def.name, db });
     steps.push(() => bus.close());
     let relay: OutboxRelay | undefined;
     if (def.outbox) {

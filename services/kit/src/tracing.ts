@@ -1,6 +1,7 @@
 import {
   context,
   propagation,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -87,6 +88,18 @@ function contextFrom(carrier: Record<string, string> | null | undefined): Contex
 }
 
 const tracer = () => trace.getTracer("@dpp/kit");
+
+/**
+ * Whether publishing in PRODUCER spans would be all no-ops: no tracer provider is registered (the API's
+ * no-op tracer: no span is recorded) and no propagator (no trace context would be put in a message's
+ * headers). What startTracing leaves when tracing is off; the outbox relay may then move events to a bus
+ * without making their spans.
+ */
+export function publishingUntraced(): boolean {
+  if (propagation.fields().length > 0) return false;
+  const provider = trace.getTracerProvider();
+  return provider instanceof ProxyTracerProvider && provider.getDelegateTracer("@dpp/kit") === undefined;
+}
 
 /**
  * Starts one PRODUCER span per message, each a child of its own stored trace

@@ -1,7 +1,12 @@
 /**
  * Consumes domain events from the bus into the feed. The valid events of a
  * delivered batch are appended in one transaction (EventsRepository.appendBatch:
- * duplicates dropped by id, without consuming a sequence number). A message
+ * duplicates dropped by id, without consuming a sequence number): on the
+ * Postgres bus in this database, the bus's own transaction for the batch, which
+ * also advances the group's position (SubscribeOptions.db), so the feed and the
+ * position commit together; any failure there is thrown, and the bus hands the
+ * batch over again at once without that transaction, where what follows
+ * applies. A message
  * that is not a valid event is logged and skipped. An event that Postgres
  * refuses as data (SQLSTATE class 22) fails its batch's transaction: the batch
  * is then appended event by event, each in its own transaction, so the good
@@ -37,7 +42,9 @@ import {
 } from "@dpp/kit";
 import { startConsumeSpan, type ConsumeSpan } from "@dpp/kit/tracing";
 import type { DomainEvent } from "@dpp/contract";
+import type { Kysely, Transaction } from "kysely";
 import { parseDomainEvent } from "../domain";
+import type { EventsDB } from "../store/schema";
 import type { AppendResult, EventsRepository } from "../store/events.repository";
 
 /** The default consumer group (KAFKA_CONSUMER_GROUP sets it). */
@@ -62,9 +69,9 @@ export function createFeedHandler(
   repo: Appender,
   log: Logger,
   topic: string = DOMAIN_EVENTS_TOPIC,
-): (messages: BusMessage[]) => Promise<void> {
+): (messages: BusMessage[], tx?: Transaction<any>) => Promise<void> {
   const uncatalogued = new Set<string>();
-  return async (messages) => {
+  return async (messages, tx) => {
     const valid: Array<{ event: DomainEvent; span: ConsumeSpan }> = [];
     try {
       for (const m of messages) {
@@ -76,9 +83,15 @@ export function createFeedHandler(
       if (valid.length === 0) return;
       let results: Array<AppendResult | undefined>;
       try {
-        results = await valid[0]!.span.run(() => repo.appendBatch(valid.map((v) => v.event)));
+        results = await valid[0]!.span.run(() =>
+          repo.appendBatch(
+            valid.map((v) => v.event),
+            tx as Transaction<EventsDB> | undefined,
+          ),
+        );
       } catch (err) {
-        if (!isRefusedData(err)) throw err;
+        // In the bus's transaction nothing more can be done: it is rolled back, and the batch comes again without it.
+        if (tx || !isRefusedData(err)) throw err;
         results = [];
         for (const v of valid) results.push(await appendAlone(v.event, v.span));
       }
@@ -129,16 +142,18 @@ function where(e: DomainEvent) {
   return { event_id: e.id, type: e.type, organization_id: e.organization_id, livemode: e.livemode };
 }
 
+/** Subscribes the feed; `db` is the repository's pool (a Postgres bus in its database joins its transactions). */
 export function subscribeFeed(
   bus: Bus,
   repo: Appender,
   log: Logger,
-  names: { topic?: string; group?: string } = {},
+  names: { topic?: string; group?: string; db?: Kysely<EventsDB> } = {},
 ): Promise<Subscription> {
   const topic = names.topic ?? DOMAIN_EVENTS_TOPIC;
   return bus.subscribe({
     group: names.group ?? FEED_CONSUMER_GROUP,
     topic,
+    db: names.db,
     handler: createFeedHandler(repo, log.child({ component: "feed-consumer" }), topic),
   });
 }

@@ -109,8 +109,14 @@ export class EventsRepository {
    * one result per event, in order. A data exception (SQLSTATE class 22, or a
    * created_at the renderer cannot read, which carries 22007) of any event fails
    * the whole batch; the caller appends the events one by one to find it.
+   *
+   * In `trx`, the caller's transaction (the bus's, which advances its position
+   * in it), instead of one of its own: the same two statements. An id conflict
+   * the statement could not foresee is then thrown (UnforeseenConflict), since
+   * only the caller can roll back what the statement wrote; so is any failure,
+   * which leaves the transaction aborted.
    */
-  async appendBatch(events: readonly DomainEvent[]): Promise<AppendResult[]> {
+  async appendBatch(events: readonly DomainEvent[], trx?: Transaction<EventsDB>): Promise<AppendResult[]> {
     const first = new Map<string, number>();
     events.forEach((e, i) => {
       if (!first.has(e.id)) first.set(e.id, i);
@@ -124,8 +130,11 @@ export class EventsRepository {
     if (unique.length === 0) return [];
     let sequences: Map<string, number>;
     try {
-      sequences = await this.db.transaction().execute((trx) => insertBatch(trx, unique));
+      sequences = trx
+        ? await insertBatch(trx, unique)
+        : await this.db.transaction().execute((own) => insertBatch(own, unique));
     } catch (err) {
+      if (trx) throw err;
       if (!(err instanceof UnforeseenConflict)) throw err;
       sequences = new Map();
       for (const a of unique) {

@@ -1,7 +1,8 @@
 /**
  * Runs the bus contract (../contract/bus.contract.ts) against every adapter:
  *
- * - the Postgres-table transport (real Postgres);
+ * - the Postgres-table transport (real Postgres), on its own pool and in the subscriber's database (its
+ *   batches in transactions of the subscriber's pool);
  * - the Kafka adapter against librdkafka's mock cluster, a Kafka-protocol
  *   broker (tools/kafka-mock): KAFKA_MOCK_BROKERS when tools/kafka-mock/run.sh
  *   started one (CI), else a mock this file starts. The mock cannot serve
@@ -12,7 +13,8 @@
  * - the Kafka adapter with the production settings when KAFKA_BROKERS points
  *   at a real broker.
  */
-import { PgBus, migrateBus } from "../../src/bus";
+import { PgBus, migrateBus, type SubscribeOptions } from "../../src/bus";
+import { createDb } from "../../src/db";
 import { createBus } from "../../src/bus-factory";
 import { loadKafkaEnv } from "../../src/kafka-config";
 import { createLogger } from "../../src/logger";
@@ -50,6 +52,29 @@ afterAll(async () => {
 
 describeBusContract("PgBus (Postgres-table transport)", {
   bus: () => new PgBus({ url: tdb.url, log, pollIntervalMs: 30 }),
+  deliveryTimeoutMs: 10_000,
+  quietMs: 150,
+});
+
+// The same transport in the subscriber's own database: every subscription names the pool the bus is local to,
+// so each batch is read in a transaction of that pool, which the handler is given.
+describeBusContract("PgBus in the subscriber's database (batches in its transactions)", {
+  bus: () => {
+    const db = createDb<unknown>({
+      url: tdb.url,
+      schema: "public",
+      applicationName: "kit-bus-contract",
+      max: 3,
+    });
+    const bus = new PgBus({ url: tdb.url, log, pollIntervalMs: 30, local: db });
+    return Object.assign(bus, {
+      subscribe: (o: SubscribeOptions) => PgBus.prototype.subscribe.call(bus, { ...o, db }),
+      close: async () => {
+        await PgBus.prototype.close.call(bus);
+        await db.destroy();
+      },
+    });
+  },
   deliveryTimeoutMs: 10_000,
   quietMs: 150,
 });

@@ -130,6 +130,41 @@ describe("startLeaderJob", () => {
     expect(calls).toBe(1);
   });
 
+  it("runs the pass asked for by wakes during a pass only while pending() says the pass that ran left work", async () => {
+    let passes = 0;
+    let release: () => void = () => undefined;
+    let leftWork = false;
+    const { log } = capturingLog();
+    const j = track(
+      startLeaderJob({
+        name: "t:pending",
+        intervalMs: 60_000,
+        lock: false,
+        log,
+        pending: () => leftWork,
+        run: async () => {
+          passes++;
+          await new Promise<void>((r) => (release = r));
+        },
+      }),
+    );
+    await eventually(async () => (passes === 1 ? true : undefined), 2000, 5);
+    // Woken while the first pass runs; that pass covered the wakes: no second pass.
+    j.wake();
+    j.wake();
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(passes).toBe(1);
+    // Woken again while idle: a pass, as always. Woken during it with work left: one more pass after it.
+    j.wake();
+    await eventually(async () => (passes === 2 ? true : undefined), 2000, 5);
+    leftWork = true;
+    j.wake();
+    release();
+    await eventually(async () => (passes === 3 ? true : undefined), 2000, 5);
+    release();
+  });
+
   it("stop waits for the running pass and no pass starts afterwards", async () => {
     let finished = false;
     let started = 0;
