@@ -241,3 +241,26 @@ export function signedToken(claims: Record<string, unknown>, privateKey: string)
   const payload = Buffer.from(JSON.stringify(claims), "utf8");
   return `${payload.toString("base64url")}.${sign(null, payload, key).toString("base64url")}`;
 }
+
+/**
+ * Calls `onStatement` with the text of every query (one message, one round trip) that a connection of the pool
+ * named `applicationName` sends, until the returned function restores node-postgres. For tests that count what a
+ * service sends to Postgres.
+ */
+export function watchStatements(
+  applicationName: string,
+  onStatement: (text: string, client: pg.Client) => void,
+): () => void {
+  const clientQuery = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    const params = (this as unknown as { connectionParameters: { application_name?: string } })
+      .connectionParameters;
+    if (params.application_name === applicationName)
+      onStatement(typeof config === "string" ? config : (config.text ?? ""), this);
+    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof clientQuery;
+  return () => {
+    pg.Client.prototype.query = clientQuery;
+  };
+}

@@ -5,7 +5,7 @@
  */
 import pg from "pg";
 import { DOMAIN_EVENTS_TOPIC } from "@dpp/kit";
-import { eventually } from "@dpp/kit/testing";
+import { eventually, watchStatements } from "@dpp/kit/testing";
 import { FEED_CONSUMER_GROUP } from "../../src/consumer/feed.consumer";
 import { domainEvent, newOrg, startHarness, type Harness } from "../harness";
 
@@ -13,24 +13,17 @@ let h: Harness;
 let admin: pg.Client;
 /** The statements of the service's pool ("events"), each with the connection it went on. */
 let recording: Array<[pg.Client, string]> | undefined;
-const clientQuery = pg.Client.prototype.query;
+let restoreQuery: () => void = () => undefined;
 
 beforeAll(async () => {
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
-    const params = (this as unknown as { connectionParameters: { application_name?: string } })
-      .connectionParameters;
-    if (params.application_name === "events")
-      recording?.push([this, typeof config === "string" ? config : (config.text ?? "")]);
-    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof clientQuery;
+  restoreQuery = watchStatements("events", (text, client) => recording?.push([client, text]));
   h = await startHarness("events_consumer_tx");
   admin = new pg.Client({ connectionString: h.db.url });
   await admin.connect();
 });
 
 afterAll(async () => {
-  pg.Client.prototype.query = clientQuery;
+  restoreQuery();
   await admin?.end();
   await h?.close();
 });

@@ -5,13 +5,12 @@
  * record's statement or the commit failing), and the messages a call sends.
  */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { sql, type Kysely } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
 import { ApiError } from "@dpp/contract";
 import { createIdempotencyTable, runIdempotent, singleStatement, transaction } from "../../src/idempotency";
 import type { TenantContext } from "../../src/context";
-import { createTestDatabase, type TestDatabase } from "../../src/testing";
+import { createTestDatabase, watchStatements, type TestDatabase } from "../../src/testing";
 
 let tdb: TestDatabase;
 let db: Kysely<any>;
@@ -20,17 +19,10 @@ let other: Kysely<any>;
 let one: Kysely<any>;
 /** Every message the pool of `one` sends while recording (one query, one round trip). */
 let recording: string[] | undefined;
-const clientQuery = pg.Client.prototype.query;
+let restoreQuery: () => void = () => undefined;
 
 beforeAll(async () => {
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
-    const params = (this as unknown as { connectionParameters: { application_name?: string } })
-      .connectionParameters;
-    if (params.application_name === "kit-idem-one")
-      recording?.push(typeof config === "string" ? config : (config.text ?? ""));
-    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof clientQuery;
+  restoreQuery = watchStatements("kit-idem-one", (text) => recording?.push(text));
   tdb = await createTestDatabase("kit_idem");
   db = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-test", max: 2 });
   other = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-other", max: 1 });
@@ -63,7 +55,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  pg.Client.prototype.query = clientQuery;
+  restoreQuery();
   await db?.destroy();
   await other?.destroy();
   await one?.destroy();

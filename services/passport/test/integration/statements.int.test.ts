@@ -8,8 +8,8 @@
  * so that only the call's own statements are sent meanwhile.
  */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { type RequestContext } from "@dpp/kit";
+import { watchStatements } from "@dpp/kit/testing";
 import {
   context,
   createRequest,
@@ -24,20 +24,13 @@ let h: Harness;
 let recording: string[] | undefined;
 /** Session locks released by the service's leader jobs (the retention sweep, the idempotency reaper). */
 let jobPassesEnded = 0;
-const clientQuery = pg.Client.prototype.query;
+let restoreQuery: () => void = () => undefined;
 
 beforeAll(async () => {
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
-    const params = (this as unknown as { connectionParameters: { application_name?: string } })
-      .connectionParameters;
-    if (params.application_name === "passport") {
-      const text = typeof config === "string" ? config : (config.text ?? "");
-      if (text.includes("pg_advisory_unlock")) jobPassesEnded++;
-      recording?.push(text);
-    }
-    return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof clientQuery;
+  restoreQuery = watchStatements("passport", (text) => {
+    if (text.includes("pg_advisory_unlock")) jobPassesEnded++;
+    recording?.push(text);
+  });
   h = await startHarness("passport_statements");
   await h.service.relay?.stop();
   // The two leader jobs make their first pass at start (the next one an interval later): none may run meanwhile.
@@ -46,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  pg.Client.prototype.query = clientQuery;
+  restoreQuery();
   await h?.close();
 });
 
