@@ -21,6 +21,7 @@ describe("loadConfig", () => {
       RELAY_DEBOUNCE_MS: 10,
       SHUTDOWN_GRACE_MS: 10000,
       IDEMPOTENCY_REAP_INTERVAL_MS: 600000,
+      BUS_PRUNE_INTERVAL_MS: 3600000,
       KAFKA_SSL: false,
       KAFKA_TOPIC: "dpp.domain-events.v1",
       KAFKA_CONSUMER_GROUP: "events",

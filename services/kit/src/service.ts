@@ -30,7 +30,7 @@ import { kafkaEnv, refineKafkaEnv } from "./kafka-config";
 import { createLogger, type Logger } from "./logger";
 import { analyzeSchema, createDb, migrateDatabase } from "./db";
 import { createBus } from "./bus-factory";
-import { BUS_SCHEMA, migrateBus, type Bus } from "./bus";
+import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "./bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { reapIdempotencyRecords } from "./idempotency";
@@ -76,6 +76,11 @@ export const commonServiceEnv = {
   SHUTDOWN_GRACE_MS: positiveInt(10000),
   /** How often idempotency records older than 24 h are deleted (services that keep them). */
   IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
+  /**
+   * How often messages of the Postgres-table bus are deleted once every consumer group read them and they are
+   * older than its retention (72 h); not used with Kafka, whose topic retention does it.
+   */
+  BUS_PRUNE_INTERVAL_MS: positiveInt(3_600_000),
   ...kafkaEnv,
   /**
    * Internal authentication (internal-auth.ts). Optional in the schema so that `migrate` runs without
@@ -312,6 +317,17 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         intervalMs: config.IDEMPOTENCY_REAP_INTERVAL_MS,
         run: () => reapIdempotencyRecords(db),
         report: "idempotency records past retention reaped",
+      });
+    // Every service on the Postgres-table bus prunes it (one leader per service; the delete is the same whoever
+    // runs it): without it, the message table only grows. The first pass waits a minute (or the interval, when
+    // shorter), so that a start sends nothing more than it did.
+    if (bus instanceof PgBus)
+      rt.job({
+        name: `${def.name}:bus-prune`,
+        intervalMs: config.BUS_PRUNE_INTERVAL_MS,
+        firstRunDelayMs: Math.min(config.BUS_PRUNE_INTERVAL_MS, 60_000),
+        run: () => bus.prune(),
+        report: "bus messages past retention pruned",
       });
     const extra = await def.start(rt);
     let port = 0;

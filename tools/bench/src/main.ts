@@ -24,7 +24,7 @@ import { fmt, median, percentile, table } from "./stats";
 import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 
 const USAGE = `npm run bench -- [--rounds 3] [--seconds 10] [--connections 16] [--cases get,list,...]
-                     [--settle 10.5] [--prefill 2000] [--lag-rates 150,200] [--lag-seconds 10]
+                     [--settle 10.5] [--prefill 2000] [--warmup 3] [--lag-rates 150,200] [--lag-seconds 10]
                      [--quick] [--profile]
 cases: ${CASES.join(", ")}`;
 
@@ -36,6 +36,7 @@ const { values: args } = parseArgs({
     cases: { type: "string" },
     settle: { type: "string" },
     prefill: { type: "string" },
+    warmup: { type: "string" },
     "lag-rates": { type: "string" },
     "lag-seconds": { type: "string" },
     quick: { type: "boolean", default: false },
@@ -59,7 +60,7 @@ const opts = {
   settle: num(args.settle, 10.5, 1.5),
   prefill: num(args.prefill, 2000, 200),
   lagSeconds: num(args["lag-seconds"], 10, 2),
-  warmup: quick ? 1 : 3,
+  warmup: num(args.warmup, 3, 1),
   idleSeconds: quick ? 2 : 10,
   lagRates: (args["lag-rates"] ?? (quick ? "50" : "150,200")).split(",").filter(Boolean).map(Number),
   cases: (args.cases ?? CASES.join(",")).split(",").filter(Boolean) as CaseName[],
