@@ -24,7 +24,8 @@ import { fmt, median, percentile, table } from "./stats";
 import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 
 const USAGE = `npm run bench -- [--rounds 3] [--seconds 10] [--connections 16] [--cases get,list,...]
-                     [--settle 10.5] [--prefill 2000] [--warmup 3] [--lag-rates 150,200] [--lag-seconds 10]
+                     [--settle 10.5] [--prefill 2000] [--warmup 3] [--rewarm 2]
+                     [--lag-rates 150,200] [--lag-seconds 10]
                      [--quick] [--profile]
 cases: ${CASES.join(", ")}`;
 
@@ -37,6 +38,7 @@ const { values: args } = parseArgs({
     settle: { type: "string" },
     prefill: { type: "string" },
     warmup: { type: "string" },
+    rewarm: { type: "string" },
     "lag-rates": { type: "string" },
     "lag-seconds": { type: "string" },
     quick: { type: "boolean", default: false },
@@ -61,6 +63,10 @@ const opts = {
   prefill: num(args.prefill, 2000, 200),
   lagSeconds: num(args["lag-seconds"], 10, 2),
   warmup: num(args.warmup, 3, 1),
+  // Seconds of the same case on the same side right before each measured round (and each feed-lag rate), not
+  // measured: after the idle time between rounds, V8 has dropped much of a process's optimized code (its memory
+  // reducer runs when a process goes quiet), and a round would otherwise pay for compiling it again.
+  rewarm: num(args.rewarm, 2, 1),
   idleSeconds: quick ? 2 : 10,
   lagRates: (args["lag-rates"] ?? (quick ? "50" : "150,200")).split(",").filter(Boolean).map(Number),
   cases: (args.cases ?? CASES.join(",")).split(",").filter(Boolean) as CaseName[],
@@ -248,9 +254,22 @@ interface RoundFigures {
   firstError?: string;
 }
 
-function figures(r: RunResult, a: Snapshot, b: Snapshot): RoundFigures {
+/**
+ * The figures of a round: CPU between `a` and `b` (from the round's start to the end of its settle time) per request
+ * of the round; transactions between `rewarm.from` (before the round's re-warm-up, when there was one) and `b` per
+ * request of both, so that the re-warm-up's transactions that Postgres publishes late are counted with its requests.
+ */
+function figures(
+  r: RunResult,
+  a: Snapshot,
+  b: Snapshot,
+  rewarm?: { from: Snapshot; ok: number },
+): RoundFigures {
   const wall = Number(b.at - a.at) / 1e9;
   const per = (x: number) => (r.ok > 0 ? x / r.ok : NaN);
+  const x0 = rewarm?.from ?? a;
+  const xactRequests = r.ok + (rewarm?.ok ?? 0);
+  const xactSnapshots = rewarm ? 2 : 1;
   return {
     rps: r.ok / r.seconds,
     p50: r.p50,
@@ -259,7 +278,14 @@ function figures(r: RunResult, a: Snapshot, b: Snapshot): RoundFigures {
     cpuPerReq: Object.fromEntries(
       PROCESSES.map((p) => [p, per(b.cpu[p] - a.cpu[p] - idle.cpuPerSec[p] * wall)]),
     ) as Record<ProcessName, number>,
-    xactPerReq: per(b.xact - a.xact - OWN_XACTS_PER_SNAPSHOT - idle.xactPerSec * wall),
+    xactPerReq:
+      xactRequests > 0
+        ? (b.xact -
+            x0.xact -
+            OWN_XACTS_PER_SNAPSHOT * xactSnapshots -
+            idle.xactPerSec * (Number(b.at - x0.at) / 1e9)) /
+          xactRequests
+        : NaN,
     exhausted: r.exhausted,
     firstError: r.firstError,
   };
@@ -482,7 +508,8 @@ async function main() {
       const perRound = {} as Record<Side, number>;
       for (const side of SIDES) {
         const w = await run(side, kase, opts.warmup, est[side]);
-        perRound[side] = Math.ceil((w.ok / w.seconds) * opts.seconds * (w.exhausted ? 3 : 2)) + 50;
+        perRound[side] =
+          Math.ceil((w.ok / w.seconds) * (opts.seconds + opts.rewarm) * (w.exhausted ? 3 : 2)) + 50;
       }
       log(`publish: preparing ${perRound.ref} (ref) and ${perRound.full} (full) drafts per round...`);
       const all = await makeDrafts({ ref: perRound.ref * opts.rounds, full: perRound.full * opts.rounds });
@@ -499,11 +526,25 @@ async function main() {
     const rounds: Record<Side, RoundFigures[]> = { ref: [], full: [] };
     for (let i = 0; i < opts.rounds; i++)
       for (const side of SIDES) {
+        // A publish uses a draft up: the re-warm-up takes the share of the round's drafts its length asks for.
+        const roundDrafts = drafts?.[side][i];
+        let rewarm: { from: Snapshot; ok: number } | undefined;
+        if (opts.rewarm > 0) {
+          const from = await snapshot();
+          const share = roundDrafts
+            ? roundDrafts.splice(
+                0,
+                Math.floor((roundDrafts.length * opts.rewarm) / (opts.seconds + opts.rewarm)),
+              )
+            : undefined;
+          const w = await run(side, kase, opts.rewarm, share);
+          rewarm = { from, ok: w.ok };
+        }
         const a = await snapshot();
-        const r = await run(side, kase, opts.seconds, drafts?.[side][i]);
+        const r = await run(side, kase, opts.seconds, roundDrafts);
         await sleep(opts.settle * 1000);
         const b = await snapshot();
-        const f = figures(r, a, b);
+        const f = figures(r, a, b, rewarm);
         rounds[side].push(f);
         log(
           `  ${kase} ${side} round ${i + 1}: ${fmt(f.rps)} req/s, p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms` +
@@ -518,6 +559,15 @@ async function main() {
   const lags: LagResult[] = [];
   for (const [i, rate] of opts.lagRates.entries()) {
     log(`feed lag at ${rate} creates/s for ${opts.lagSeconds} s...`);
+    if (opts.rewarm > 0)
+      await load.send<LagResult>({
+        type: "lag",
+        target: full,
+        rate,
+        seconds: opts.rewarm,
+        tag: `${tag}-lag-${i}-${rate}-rewarm`,
+        drainSeconds: 30,
+      });
     lags.push(
       await load.send<LagResult>({
         type: "lag",
@@ -544,7 +594,7 @@ async function main() {
   );
   out.push(
     `${opts.rounds} round(s) x ${opts.seconds} s per side, interleaved ref/full; ${opts.connections} connections; ` +
-      `medians across rounds; CPU in ms per request; settle ${opts.settle} s`,
+      `medians across rounds; CPU in ms per request; settle ${opts.settle} s; re-warm-up ${opts.rewarm} s before each round`,
   );
   out.push(
     `idle (subtracted): ` +
