@@ -265,27 +265,21 @@ function figures(
   b: Snapshot,
   rewarm?: { from: Snapshot; ok: number },
 ): RoundFigures {
-  const wall = Number(b.at - a.at) / 1e9;
-  const per = (x: number) => (r.ok > 0 ? x / r.ok : NaN);
-  const x0 = rewarm?.from ?? a;
-  const xactRequests = r.ok + (rewarm?.ok ?? 0);
-  const xactSnapshots = rewarm ? 2 : 1;
+  const seconds = (from: Snapshot) => Number(b.at - from.at) / 1e9;
+  const per = (x: number, requests = r.ok) => (requests > 0 ? x / requests : NaN);
+  // The window of the transactions holds the runner's own readings at its start and, after a re-warm-up, at the
+  // round's start.
+  const from = rewarm?.from ?? a;
+  const own = OWN_XACTS_PER_SNAPSHOT * (rewarm ? 2 : 1);
   return {
     rps: r.ok / r.seconds,
     p50: r.p50,
     p99: r.p99,
     other: Object.values(r.other).reduce((s, x) => s + x, 0),
     cpuPerReq: Object.fromEntries(
-      PROCESSES.map((p) => [p, per(b.cpu[p] - a.cpu[p] - idle.cpuPerSec[p] * wall)]),
+      PROCESSES.map((p) => [p, per(b.cpu[p] - a.cpu[p] - idle.cpuPerSec[p] * seconds(a))]),
     ) as Record<ProcessName, number>,
-    xactPerReq:
-      xactRequests > 0
-        ? (b.xact -
-            x0.xact -
-            OWN_XACTS_PER_SNAPSHOT * xactSnapshots -
-            idle.xactPerSec * (Number(b.at - x0.at) / 1e9)) /
-          xactRequests
-        : NaN,
+    xactPerReq: per(b.xact - from.xact - own - idle.xactPerSec * seconds(from), r.ok + (rewarm?.ok ?? 0)),
     exhausted: r.exhausted,
     firstError: r.firstError,
   };
