@@ -52,9 +52,11 @@ describe("keys", () => {
     expect(envelope(res).code).toBe("invalid_key");
   });
 
-  it("refuses a revoked key at once", async () => {
+  it("refuses a revoked key", async () => {
+    // Revoked before its first use, so no gateway holds it in its key cache: a cached key is refused once the
+    // change notification arrives, within the cache's bound (keys-grants.e2e.test.ts), not necessarily on the
+    // very next request.
     const k = await h.admin.createKey({ organizationId: t.organizationId, livemode: false });
-    expect((await whoami(k.key)).status).toBe(200);
     await h.admin.revokeKey(k.record.id);
     const res = await whoami(k.key);
     expect(res.status).toBe(401);
