@@ -1,6 +1,6 @@
 /** Every authentication and organization refusal the spec lists, through HTTP. */
 import { sql } from "kysely";
-import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
+import { envelope, startHarness, untilRefused, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;
 let t: Tenant;
@@ -53,9 +53,8 @@ describe("keys", () => {
   });
 
   it("refuses a revoked key", async () => {
-    // Revoked before its first use, so no gateway holds it in its key cache: a cached key is refused once the
-    // change notification arrives, within the cache's bound (keys-grants.e2e.test.ts), not necessarily on the
-    // very next request.
+    // Revoked before its first use, so no gateway holds it in its key cache; a cached key's revocation shows
+    // within the cache's bound (untilRefused, keys-grants.e2e.test.ts).
     const k = await h.admin.createKey({ organizationId: t.organizationId, livemode: false });
     await h.admin.revokeKey(k.record.id);
     const res = await whoami(k.key);
@@ -80,7 +79,8 @@ describe("keys", () => {
     expect((await whoami(k.key)).status).toBe(200);
     expect((await whoami(within.key)).status).toBe(200);
     const closed = await h.admin.rotateKey(within.record.id, 0);
-    const res = await whoami(within.key);
+    // `within` was used above: its rotation shows once the gateway's change notification arrives.
+    const res = await untilRefused(() => whoami(within.key));
     expect(res.status).toBe(401);
     expect(envelope(res)).toMatchObject({
       code: "key_rotated",

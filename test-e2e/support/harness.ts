@@ -170,6 +170,25 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
   };
 }
 
+/** The documented bound on a key change reaching a gateway that cached the key (docs/decisions/0002, 0021). */
+export const KEY_CACHE_BOUND_MS = 5000;
+
+/**
+ * A change to a key that a request already used (revoked, rotated, its window closed) is refused once the gateway's
+ * change notification arrives, or its cache entry ends, within KEY_CACHE_BOUND_MS: not necessarily on the very next
+ * request. Sends `request` until it is no longer answered 200, every 100 ms up to that bound, and returns the last
+ * answer.
+ */
+export async function untilRefused(request: () => Promise<ApiResponse>): Promise<ApiResponse> {
+  const until = Date.now() + KEY_CACHE_BOUND_MS;
+  let res = await request();
+  while (res.status === 200 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    res = await request();
+  }
+  return res;
+}
+
 /** Asserts the error envelope shape and returns its error object. */
 export function envelope(res: ApiResponse): {
   code: string;
