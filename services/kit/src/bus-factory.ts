@@ -9,6 +9,8 @@ export interface BusConfig extends Partial<KafkaEnv> {
   BUS_DATABASE_URL?: string;
   /** A connection idle this long in the bus's pool is closed (the Postgres-table transport). */
   DB_POOL_IDLE_MS?: number;
+  /** Distinct statements the bus's pool prepares (DbOptions.preparedStatements). */
+  DB_PREPARED_STATEMENTS?: number;
   DATABASE_URL: string;
 }
 
@@ -47,6 +49,7 @@ export function createBus(
     url: busUrl,
     log,
     idleTimeoutMs: config.DB_POOL_IDLE_MS,
+    preparedStatements: config.DB_PREPARED_STATEMENTS,
     local: busUrl === config.DATABASE_URL ? o.db : undefined,
   });
 }

@@ -274,6 +274,8 @@ export interface PgBusOptions {
   retentionHours?: number;
   /** A connection idle this long in the bus's pool is closed (30 s by default). */
   idleTimeoutMs?: number;
+  /** Distinct statements the bus's pool prepares (DbOptions.preparedStatements). */
+  preparedStatements?: number;
   /**
    * The pool of the service that uses this bus, when the bus tables are in that same database (the bus has no
    * database of its own): its outbox relay then moves events into the bus table in its own statements, and its
@@ -299,6 +301,7 @@ export class PgBus implements Bus {
       applicationName: "bus",
       max: 4,
       idleTimeoutMs: o.idleTimeoutMs,
+      preparedStatements: o.preparedStatements,
       log: o.log,
     });
     this.tracker = new BusStatusTracker("postgres", o.log.child({ component: "bus" }));

@@ -17,6 +17,7 @@ describe("loadConfig", () => {
       LOG_LEVEL: "info",
       DB_POOL_MAX: 10,
       DB_POOL_IDLE_MS: 30000,
+      DB_PREPARED_STATEMENTS: 200,
       RELAY_INTERVAL_MS: 500,
       RELAY_DEBOUNCE_MS: 10,
       SHUTDOWN_GRACE_MS: 10000,

@@ -1,7 +1,15 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError } from "@dpp/contract";
 import pg from "pg";
-import { Kysely, Migrator, PostgresDialect, sql, type CompiledQuery, type Migration } from "kysely";
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  sql,
+  type CompiledQuery,
+  type Migration,
+  type PostgresPoolClient,
+} from "kysely";
 import type { Logger } from "./logger";
 
 // int8 (bigserial ids, count(*)) as JS numbers: every value we keep stays far below 2^53.
@@ -17,8 +25,22 @@ export interface DbOptions {
   max?: number;
   /** A connection idle this long in the pool is closed (30 s by default). */
   idleTimeoutMs?: number;
+  /**
+   * Distinct statements Kysely's queries with values are prepared for, per pool (named, parsed and planned once
+   * per connection; see `PreparedStatements`). 0: none, every query parsed and planned each time (the one setting
+   * for a connection pooler that keeps no prepared statement across transactions). Default
+   * PREPARED_STATEMENTS_DEFAULT.
+   */
+  preparedStatements?: number;
   log?: Logger;
 }
+
+/**
+ * The statements a pool prepares by default: every statement a service sends with values fits (a service sends a
+ * few dozen distinct ones), and a text generated from data (a multi-row insert of N rows) cannot grow the set
+ * past it.
+ */
+export const PREPARED_STATEMENTS_DEFAULT = 200;
 
 export function createPool(o: DbOptions): pg.Pool {
   const pool = new pg.Pool({
@@ -44,9 +66,13 @@ export function createPool(o: DbOptions): pg.Pool {
 /** The connection `withConnection` asked for: the first one its Kysely call takes from the pool. */
 const claims = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
 
-/** A Kysely instance bound to one service schema. DB describes that schema only. */
+/**
+ * A Kysely instance bound to one service schema. DB describes that schema only. Its queries with values run as
+ * prepared statements (`PreparedStatements`).
+ */
 export function createDb<DB>(o: DbOptions): Kysely<DB> {
   const pool = createPool(o);
+  const prepared = new PreparedStatements(o.preparedStatements ?? PREPARED_STATEMENTS_DEFAULT);
   return new Kysely<DB>({
     dialect: new PostgresDialect({
       pool: {
@@ -54,12 +80,80 @@ export function createDb<DB>(o: DbOptions): Kysely<DB> {
           const claim = claims.getStore();
           const client = await pool.connect();
           if (claim && !claim.client) claim.client = client;
-          return client;
+          return prepared.client(client);
         },
         end: () => pool.end(),
       },
     }),
   });
+}
+
+/**
+ * Kysely's queries with values as named prepared statements: Postgres parses and plans a statement once per
+ * connection, and after five runs keeps a generic plan (plan_cache_mode auto) instead of planning it again for
+ * every run; node-postgres sends Bind and Execute only. Planning was the larger part of Postgres' time for the
+ * short statements of a request (docs/decisions/0034-prepared-statements.md).
+ *
+ * A statement is named by its text, the same name on every connection of the pool, for the first `max` distinct
+ * texts; later texts run unnamed, as every query without values does (begin, commit, the several statements of
+ * one message: the simple protocol, which cannot prepare).
+ *
+ * A table changed under a prepared statement (a migration of a rolling deploy that adds a column to a table read
+ * with `select *`) fails its next run with "cached plan must not change result type": the text then takes a new
+ * name, so every connection prepares it again, and the query runs once more when it ran outside a transaction
+ * (inside one, the failure aborted the transaction, and the retry fails as the caller's next statement would).
+ */
+export class PreparedStatements {
+  private readonly names = new Map<string, string>();
+  private generation = 0;
+
+  constructor(private readonly max: number) {}
+
+  /** The statement name of a query text; undefined: run it unnamed. */
+  nameOf(text: string): string | undefined {
+    const known = this.names.get(text);
+    if (known !== undefined || this.names.size >= this.max) return known;
+    const name = `kit_${this.names.size}_${this.generation}`;
+    this.names.set(text, name);
+    return name;
+  }
+
+  /** Forgets the name of a text whose prepared plan became stale: the next run prepares it under a new one. */
+  renew(text: string): string | undefined {
+    this.names.delete(text);
+    this.generation++;
+    return this.nameOf(text);
+  }
+
+  /** The connection as Kysely's driver uses it (queries and release; no cursor), its queries with values prepared. */
+  client(client: pg.PoolClient): PostgresPoolClient {
+    const query = (text: string, values: readonly unknown[]) => this.run(client, text, values);
+    return { query, release: () => client.release() } as unknown as PostgresPoolClient;
+  }
+
+  private async run(
+    client: pg.PoolClient,
+    text: string,
+    values: readonly unknown[],
+  ): Promise<pg.QueryResult> {
+    const name = values.length > 0 ? this.nameOf(text) : undefined;
+    if (name === undefined) return client.query(text, values as unknown[]);
+    try {
+      return await client.query({ name, text, values: values as unknown[] });
+    } catch (err) {
+      if (!isStalePlan(err)) throw err;
+      const renamed = this.renew(text);
+      return client.query({ name: renamed, text, values: values as unknown[] });
+    }
+  }
+}
+
+/** Postgres' refusal to run a prepared statement whose result columns changed since it was prepared. */
+function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return (
+    e?.code === "0A000" && typeof e.message === "string" && e.message.includes("cached plan must not change")
+  );
 }
 
 /**

@@ -28,7 +28,7 @@ import { z } from "zod";
 import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 import { kafkaEnv, refineKafkaEnv } from "./kafka-config";
 import { createLogger, type Logger } from "./logger";
-import { analyzeSchema, createDb, migrateDatabase } from "./db";
+import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT } from "./db";
 import { createBus } from "./bus-factory";
 import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "./bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
@@ -65,6 +65,11 @@ export const commonServiceEnv = {
   DB_POOL_MAX: positiveInt(10),
   /** A pooled connection idle this long is closed. */
   DB_POOL_IDLE_MS: positiveInt(30_000),
+  /**
+   * Distinct statements each pool prepares (parsed and planned once per connection); 0: none, for a connection
+   * pooler in transaction mode that keeps no prepared statement.
+   */
+  DB_PREPARED_STATEMENTS: z.coerce.number().int().min(0).default(PREPARED_STATEMENTS_DEFAULT),
   /** Outbox relay poll interval (it is also woken after each commit that wrote events). */
   RELAY_INTERVAL_MS: positiveInt(500),
   /**
@@ -251,6 +256,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       applicationName: def.name,
       max: config.DB_POOL_MAX,
       idleTimeoutMs: config.DB_POOL_IDLE_MS,
+      preparedStatements: config.DB_PREPARED_STATEMENTS,
       log,
     });
     steps.push(() => db.destroy());

@@ -236,3 +236,66 @@ describe("withConnection and inlined values", () => {
     expect(after.rows[0]!.pid).toBe(pids[0]);
   });
 });
+
+describe("prepared statements", () => {
+  /** The connection's prepared statements: name, text, and how often a generic plan ran (Postgres 14+). */
+  async function prepared(db: Kysely<any>) {
+    const { rows } = await sql<{ name: string; statement: string; generic_plans: number }>`
+      select name, statement, generic_plans from pg_prepared_statements order by name`.execute(db);
+    return rows;
+  }
+
+  it("prepares a query with values once per connection, and runs it on a generic plan after a few runs", async () => {
+    const db = open("svc_a", 1);
+    await db.insertInto("widget").values({ name: "prep-1" }).execute();
+    const byName = (name: string) =>
+      db.selectFrom("widget").select(["id", "name"]).where("name", "=", name).executeTakeFirst();
+    for (let i = 0; i < 8; i++) expect((await byName("prep-1"))?.name).toBe("prep-1");
+    expect(await byName("absent")).toBeUndefined();
+    const statements = (await prepared(db)).filter((s) => s.statement.includes(`"widget"`));
+    expect(statements).toHaveLength(2); // the insert and the select, each once
+    const select = statements.find((s) => s.statement.startsWith("select"))!;
+    expect(select.generic_plans).toBeGreaterThan(0);
+  });
+
+  it("runs a query without values unnamed, and texts beyond the pool's bound unnamed", async () => {
+    const db = createDb<any>({
+      url: tdb.url,
+      schema: "svc_a",
+      applicationName: "kit-db-test",
+      max: 1,
+      preparedStatements: 1,
+    });
+    dbs.push(db);
+    await sql`select 1 as one`.execute(db);
+    await sql`select ${1}::int as one`.execute(db);
+    await sql`select ${2}::int as two`.execute(db);
+    expect((await sql<{ two: number }>`select ${2}::int as two`.execute(db)).rows[0]!.two).toBe(2);
+    expect((await prepared(db)).map((s) => s.statement)).toEqual(["select $1::int as one"]);
+  });
+
+  it("prepares none with a bound of 0", async () => {
+    const db = createDb<any>({
+      url: tdb.url,
+      schema: "svc_a",
+      applicationName: "kit-db-test",
+      max: 1,
+      preparedStatements: 0,
+    });
+    dbs.push(db);
+    expect((await sql<{ one: number }>`select ${1}::int as one`.execute(db)).rows[0]!.one).toBe(1);
+    expect(await prepared(db)).toEqual([]);
+  });
+
+  it("answers with the new columns when a migration changed the table under a prepared select *", async () => {
+    const db = open("svc_a", 1);
+    await sql`create table gadget (id int primary key, name text not null)`.execute(db);
+    await sql`insert into gadget values (1, 'g')`.execute(db);
+    const read = () => db.selectFrom("gadget").selectAll().where("id", "=", 1).executeTakeFirstOrThrow();
+    for (let i = 0; i < 6; i++) expect(await read()).toEqual({ id: 1, name: "g" });
+    // Another process (a rolling deploy's migration) adds a column.
+    await admin.query("alter table svc_a.gadget add column colour text not null default 'red'");
+    expect(await read()).toEqual({ id: 1, name: "g", colour: "red" });
+    expect(await read()).toEqual({ id: 1, name: "g", colour: "red" });
+  });
+});
