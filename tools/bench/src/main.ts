@@ -354,7 +354,9 @@ async function main() {
   fs.mkdirSync(path.join(RUN_DIR, "logs"), { recursive: true });
 
   log("starting an embedded Postgres (throwaway, in .dpp/bench/)...");
-  running.pg = await startEmbeddedPostgres(RUN_DIR);
+  // --profile: Postgres counts time per statement too (pg_stat_statements, planning included), for the
+  // profiled rounds; loaded for the whole run, so both sides of every measured round pay its small cost.
+  running.pg = await startEmbeddedPostgres(RUN_DIR, opts.profile ? PG_STATEMENT_SETTINGS : {});
   const databaseUrl = running.pg.url;
   postmasterPid = Number(
     fs.readFileSync(path.join(RUN_DIR, "pgdata", "postmaster.pid"), "utf8").split("\n")[0],
@@ -393,6 +395,7 @@ async function main() {
   running.stats = new pg.Client({ connectionString: databaseUrl, application_name: "bench-runner" });
   await running.stats.connect();
   await running.stats.query(REFERENCE_DDL);
+  if (opts.profile) await running.stats.query("create extension if not exists pg_stat_statements");
   const refGrpc = `127.0.0.1:${await freePort()}`;
   const refHttp = await freePort();
   const refBundles = await bundleEntries({
@@ -694,9 +697,13 @@ async function profileRounds(
       });
     await send(opts.warmup, warmDrafts);
     const before = new Set(fs.readdirSync(PROFILE_RUN_DIR));
+    await running.stats!.query("select pg_stat_statements_reset()");
     signal();
     const r = await send(opts.seconds, drafts);
     signal();
+    // Every statement of the round, the relay's and the feed's that follow it included.
+    await sleep(1000);
+    const statements = await topStatements(running.stats!, 10);
     const files = new Map<number, string>();
     for (const until = Date.now() + 30000; files.size < services.length && Date.now() < until;) {
       await sleep(200);
@@ -719,8 +726,40 @@ async function profileRounds(
           `    ${fmt(h.selfMs).padStart(7)} ms ${((100 * h.selfMs) / Math.max(1, sum.busyMs)).toFixed(1).padStart(5)}%  ${h.name}`,
         );
     }
+    const perReq = (ms: number) => fmt((1000 * ms) / Math.max(1, r.ok));
+    out.push(
+      `  postgres statements (pg_stat_statements, top 10 by planning + execution time; µs per request):`,
+      `    ${"plan".padStart(7)} ${"exec".padStart(7)} ${"calls/req".padStart(9)}  statement`,
+    );
+    for (const st of statements)
+      out.push(
+        `    ${perReq(st.planMs).padStart(7)} ${perReq(st.execMs).padStart(7)} ${fmt(st.calls / Math.max(1, r.ok)).padStart(9)}  ${st.query}`,
+      );
   }
   console.log(out.join("\n"));
+}
+
+/** Settings that make Postgres count planning and execution time per statement (--profile). */
+const PG_STATEMENT_SETTINGS = {
+  shared_preload_libraries: "pg_stat_statements",
+  "pg_stat_statements.track": "all",
+  "pg_stat_statements.track_planning": "on",
+};
+
+/** The statements that took the most time since the last reset, their text on one line, shortened. */
+async function topStatements(c: pg.Client, n: number) {
+  const { rows } = await c.query<{ query: string; calls: string; plan_ms: number; exec_ms: number }>(
+    `select query, calls, total_plan_time as plan_ms, total_exec_time as exec_ms from pg_stat_statements
+     where query not like '%pg_stat_statements%'
+     order by total_plan_time + total_exec_time desc limit $1`,
+    [n],
+  );
+  return rows.map((r) => ({
+    query: r.query.replace(/\s+/g, " ").slice(0, 140),
+    calls: Number(r.calls),
+    planMs: r.plan_ms,
+    execMs: r.exec_ms,
+  }));
 }
 
 main().then(

