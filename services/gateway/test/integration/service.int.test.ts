@@ -23,6 +23,8 @@ test("evicts a revoked key from its cache through the change notification", asyn
   const base = `http://127.0.0.1:${s.gateway.extra.port}`;
   const org = await s.admin.createOrganization("Org", "pro", "active");
   const { key, record } = await s.admin.createKey({ organizationId: org.id, livemode: false });
+  // The key's creation is announced too (its insert): once that notification is in, it evicts nothing later.
+  await s.gateway.extra.identityListener!.caughtUp();
   const whoami = () => fetch(`${base}/v1/whoami`, { headers: { authorization: `Bearer ${key}` } });
   expect((await whoami()).status).toBe(200);
   expect(s.gateway.extra.identityCache.keys.size).toBe(1);
