@@ -14,8 +14,9 @@
  *
  * Commit order is known where the client can know it: each writer creates its
  * passports one after the other, so its passports committed in that order. For
- * the whole organization, the passport outbox's ids are its commit order (the
- * outbox's per-organization lock); the feed must follow both.
+ * the whole organization, the passport outbox's order numbers (`ord`, drawn at
+ * commit under the organization's lock) are its commit order; the feed must
+ * follow both.
  *
  * The bus is the one the services are configured with: the Postgres table by
  * default, Kafka whenever KAFKA_BROKERS is set (the stack passes the
@@ -214,10 +215,10 @@ it(
           expect(positions).toEqual([...positions].sort((a, b) => a - b));
         }
 
-        // The whole organization's feed follows its commit order (outbox id order).
+        // The whole organization's feed follows its commit order (outbox ord order).
         const { rows } = await db.query<{ pid: string }>(
           `select payload->'related'->>'id' as pid from passport.outbox
-           where organization_id = $1 and livemode = false and type = 'passport.created' order by id`,
+           where organization_id = $1 and livemode = false and type = 'passport.created' order by ord`,
           [t.organizationId],
         );
         expect(related).toEqual(rows.map((r) => r.pid));

@@ -20,8 +20,9 @@
  *      in step 1.
  * The kit's own statements travel in two messages of several statements, one round trip each (decision
  * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. So a call
- * that runs costs two round trips beyond its work's statements, and what the work locks (an organization's
- * outbox lock) is held for one round trip after the work's last statement answered.
+ * that runs costs two round trips beyond its work's statements, and what the work locks (rows it changed) is
+ * held for one round trip after the work's last statement answered (an organization's outbox lock is taken
+ * only at commit: outbox.ts, decision 0035).
  * A refusal is recorded without the work's writes. The first attempt sends no savepoint (decision 0028):
  * when the work refuses after a store transaction ran, or a store transaction fails, the attempt is
  * rolled back as a whole and the call runs again in a second attempt that puts a savepoint before the

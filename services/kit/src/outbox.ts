@@ -7,19 +7,17 @@
  *
  * The relay never reads "ids greater than the last one sent": ids are drawn
  * before commit and transactions commit out of order, so such a cursor would
- * skip late commits. It reads every row still unsent, oldest id first.
+ * skip late commits. It reads every row still unsent, in commit order (`ord`, below).
  *
- * Per-organization commit order: writeOutbox (and outboxInsert, the same
- * insert inside the statement of the write that causes the event) takes a
- * transaction-scoped advisory lock on (schema, organization) before it draws
- * the row's id, and holds it to commit. So one organization's outbox ids are in the order its
- * transactions committed, and when the relay sees a row of an organization, it
- * also sees every earlier row of that organization. Cost: one organization's
- * event-writing transactions are serialised from their writeOutbox call to
- * their commit (write the outbox last in the transaction to keep that short);
- * different organizations never wait on each other (a hash collision only adds
- * waiting). A transaction that writes events of two organizations takes both
- * locks; Postgres breaks a resulting deadlock by aborting one transaction.
+ * Per-organization commit order: every outbox row gets its order number (`ord`) while its transaction
+ * commits, from a deferred constraint trigger (`outbox_commit_order`) that takes a transaction-scoped
+ * advisory lock on (schema, organization), draws the number, and holds the lock through the commit. So one
+ * organization's order numbers are in the order its transactions committed, and when the relay sees a row of
+ * an organization, it also sees every row of that organization with a lower number. The lock is held only
+ * while the transaction commits, never across a round trip to the writer (decision 0035): a writer's
+ * statements, and the rest of its transaction, never wait for another writer of the organization. Different
+ * organizations never wait on each other (a hash collision only adds waiting). A transaction that writes
+ * events of two organizations takes both locks at commit, in the order of its rows.
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import {
@@ -41,6 +39,8 @@ import { activeTraceContext, publishingUntraced, startPublishSpans } from "./tra
 
 export interface OutboxTable {
   id: Generated<number>;
+  /** The row's place in its organization's commit order, drawn at commit (see the header). */
+  ord: Generated<number | null>;
   event_id: string;
   organization_id: string;
   livemode: boolean;
@@ -70,7 +70,41 @@ export async function createOutboxTable(db: Kysely<any>): Promise<void> {
     .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn("sent_at", "timestamptz")
     .execute();
-  await sql`create index outbox_unsent_idx on outbox (id) where sent_at is null`.execute(db);
+  await addCommitOrder(db);
+}
+
+/**
+ * The order number drawn at commit (see the header), added to an outbox in the current schema: the `ord` column
+ * and its sequence, the index of unsent rows by it, and the deferred trigger that draws it. Unsent rows of an
+ * outbox made before take their id as their number (their ids were drawn in commit order, under the lock the
+ * writers took then), and the sequence starts above every id. Idempotent.
+ */
+async function addCommitOrder(db: Kysely<any>): Promise<void> {
+  await sql`alter table outbox add column if not exists ord bigint`.execute(db);
+  await sql`create sequence if not exists outbox_ord_seq`.execute(db);
+  await sql`update outbox set ord = id where ord is null and sent_at is null`.execute(db);
+  await sql`select setval('outbox_ord_seq', greatest((select max(id) from outbox), (select last_value from outbox_ord_seq), 1))`.execute(
+    db,
+  );
+  await sql`create index if not exists outbox_unsent_ord_idx on outbox (ord) where sent_at is null`.execute(
+    db,
+  );
+  await sql`drop index if exists outbox_unsent_idx`.execute(db);
+  // The function names the schema it serves (no search_path lookup at commit) and takes the lock of
+  // outboxOrgLock, keyed by that schema.
+  await sql`
+    do $do$ begin execute format($f$
+      create or replace function %1$I.outbox_commit_order() returns trigger language plpgsql as $body$
+      begin
+        perform pg_advisory_xact_lock(hashtextextended('outbox:' || %2$L || ':' || new.organization_id, 0));
+        update %1$I.outbox set ord = nextval(%3$L) where id = new.id;
+        return null;
+      end $body$$f$, current_schema(), current_schema(), current_schema() || '.outbox_ord_seq');
+    end $do$`.execute(db);
+  await sql`drop trigger if exists outbox_commit_order on outbox`.execute(db);
+  await sql`
+    create constraint trigger outbox_commit_order after insert on outbox
+    deferrable initially deferred for each row execute function outbox_commit_order()`.execute(db);
 }
 
 /**
@@ -86,6 +120,7 @@ export const outboxMigrations: Record<string, Migration> = {
       await sql`alter table outbox add column if not exists trace_context jsonb`.execute(db);
     },
   },
+  "0002_commit_order": { up: addCommitOrder },
 };
 
 /** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
@@ -106,18 +141,18 @@ export async function migrateOutbox(url: string, schema: string): Promise<void> 
   }
 }
 
-/** The advisory lock key that orders one organization's outbox rows in one schema. */
+/**
+ * The advisory lock key that orders one organization's outbox rows in one schema: the commit-order trigger
+ * takes it (addCommitOrder), and a test or a tool that must wait for an organization's commits in flight.
+ */
 export function outboxOrgLock(organizationId: string) {
   return sql<number>`hashtextextended('outbox:' || current_schema() || ':' || ${organizationId}, 0)`;
 }
 
 /**
- * Records an event in the caller's transaction, after taking the
- * organization's outbox lock (held to commit: see the header), with the trace
- * context of the active span (the request that causes the event), which the
- * relay carries on to the bus. One statement: the lock is taken in a one-row
- * subquery the insert reads from, so it is held before the row's id is drawn
- * (the id's default is evaluated for each row the subquery yields).
+ * Records an event in the caller's transaction, with the trace context of the active span (the request that
+ * causes the event), which the relay carries on to the bus. Its order number is drawn when the transaction
+ * commits (see the header).
  */
 export async function writeOutbox<DB extends WithOutbox>(
   trx: Transaction<DB>,
@@ -125,18 +160,16 @@ export async function writeOutbox<DB extends WithOutbox>(
 ): Promise<void> {
   await sql`
     insert into outbox (event_id, organization_id, livemode, type, payload, trace_context)
-    select ${event.id}, ${event.organization_id}, ${event.livemode}, ${event.type},
-           ${JSON.stringify(event)}::jsonb, ${traceContextColumn()}::jsonb
-    from (select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})) as org_lock`.execute(trx);
+    values (${event.id}, ${event.organization_id}, ${event.livemode}, ${event.type},
+           ${JSON.stringify(event)}::jsonb, ${traceContextColumn()}::jsonb)`.execute(trx);
 }
 
 /**
  * The outbox insert of an event caused by a write of the same statement, as the body of a data-modifying CTE
  * (`with written as (insert ... returning ...), event as (${outboxInsert(e, "written")}) select ... from written`):
- * the event is recorded for the row `source` yields (the CTE of the write; no row: no event, and the lock is not
- * needed), after the organization's outbox lock is taken, as writeOutbox does, before the row's id is drawn. So a
- * write and its event cost one statement; under singleStatement (idempotency.ts), outside an idempotent call, no
- * begin and no commit either.
+ * the event is recorded for the row `source` yields (the CTE of the write; no row: no event), its order number
+ * drawn at commit as writeOutbox's is. So a write and its event cost one statement; under singleStatement
+ * (idempotency.ts), outside an idempotent call, no begin and no commit either.
  *
  * The event's created_at is the transaction's time, now(), rendered as `toISOString()` renders it (milliseconds,
  * truncated, UTC): the time a row written with `default now()` carries, which a caller building the event before
@@ -149,8 +182,7 @@ export function outboxInsert(event: Omit<DomainEvent, "created_at">, source: str
     select ${event.id}, ${event.organization_id}, ${event.livemode}, ${event.type},
            ${JSON.stringify(rest)}::jsonb || jsonb_build_object('created_at', ${NOW_ISO}),
            ${traceContextColumn()}::jsonb
-    from ${sql.table(source)} as written,
-         (select pg_advisory_xact_lock(${outboxOrgLock(event.organization_id)})) as org_lock`;
+    from ${sql.table(source)} as written`;
 }
 
 /** now() as JavaScript's `Date.prototype.toISOString()` renders a timestamp (to_char's MS truncates, as a Date does). */
@@ -191,6 +223,7 @@ export const RELAY_DEBOUNCE_MS_DEFAULT = 10;
 
 type PendingRow = {
   id: number;
+  ord: number;
   event_id: string;
   type: string;
   organization_id: string;
@@ -220,7 +253,7 @@ interface BatchOutcome {
  *
  * - moved: when the bus is the Postgres table in this same database (PgBus.isLocalTo) and this process does
  *   not trace (no trace context would travel with the messages, no span would be recorded), one statement
- *   takes the lock, marks the oldest unsent rows sent and inserts them into the bus table, in id order, and
+ *   takes the lock, marks the oldest unsent rows sent and inserts them into the bus table, in commit order, and
  *   wakes the subscribers at its commit. Its own transaction, no begin and no commit: the rows are sent and
  *   on the bus, or neither, whatever fails when; no row is read into this process.
  * - published: otherwise (Kafka, a bus in another database, tracing), one transaction marks the rows sent,
@@ -320,8 +353,8 @@ export class OutboxRelay {
    * The unsent rows a batch takes, once the relay's lock is held: the oldest, at most `batch`. The lock is
    * tried in a CTE the candidates read, so no row is taken without it. Order is safe even though the
    * statement's snapshot may predate the previous holder's commit: rows it marked fail the update's own
-   * `sent_at is null` re-check, and an organization's rows commit in id order (header). The update that
-   * follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
+   * `sent_at is null` re-check, and an organization's order numbers are its commit order (header). The update
+   * that follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
    * the statistics, never a scan of every entry of the unsent index (which keeps the entries of rows sent since
    * the last vacuum).
    */
@@ -331,12 +364,12 @@ export class OutboxRelay {
       candidate as (
         select id from outbox
         where sent_at is null and (select locked from relay_lock)
-        order by id limit ${batch})`;
+        order by ord limit ${batch})`;
   }
 
   /**
    * One batch as one statement, on a bus table in this database (see the class comment): the rows are marked
-   * sent and inserted into the bus in outbox id order (ids drawn under the topic's lock, as publish does), the
+   * sent and inserted into the bus in commit order (bus ids drawn under the topic's lock, as publish does), the
    * subscribers notified at commit. undefined: another relay holds the lock.
    */
   private async moveBatch(bus: PgBus, batch: number): Promise<BatchOutcome | undefined> {
@@ -346,7 +379,7 @@ export class OutboxRelay {
         moved as (
           update outbox set sent_at = now()
           where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
-          returning outbox.id as ord, outbox.organization_id as key, outbox.payload::text as value),
+          returning outbox.ord, outbox.organization_id as key, outbox.payload::text as value),
         inserted as (${bus.insertFrom(this.topic, "moved")})
         select (select locked from relay_lock) as locked,
                (select count(*)::int from candidate) as candidates,
@@ -360,8 +393,8 @@ export class OutboxRelay {
 
   /**
    * One batch through the bus, in one transaction: take the relay's lock, mark
-   * the oldest unsent rows sent (one statement that reads them, in id order),
-   * publish them in id order, and commit only after the bus acknowledged them. A
+   * the oldest unsent rows sent (one statement that reads them, in commit order),
+   * publish them in that order, and commit only after the bus acknowledged them. A
    * failed publish rolls the marks back; a crash or a failed commit after the
    * publish re-sends the rows on a later pass, which the events service drops
    * as duplicates by event id (at-least-once). undefined: another relay holds
@@ -390,7 +423,7 @@ export class OutboxRelay {
         marked as (
           update outbox set sent_at = now()
           where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
-          returning outbox.id, outbox.event_id, outbox.type, outbox.organization_id, outbox.payload,
+          returning outbox.id, outbox.ord, outbox.event_id, outbox.type, outbox.organization_id, outbox.payload,
                     outbox.trace_context)
         select (select locked from relay_lock) as locked, (select count(*)::int from candidate) as candidates, m.*
         from (values (1)) as one (n) left join marked m on true`.execute(trx);
@@ -399,7 +432,7 @@ export class OutboxRelay {
       const pending = rows.filter(
         (r): r is PendingRow & { locked: boolean; candidates: number } => r.id !== null,
       );
-      pending.sort((a, b) => a.id - b.id);
+      pending.sort((a, b) => a.ord - b.ord);
       if (pending.length === 0) return { sent: 0, candidates };
       const spans = startPublishSpans(
         topic,

@@ -7,7 +7,14 @@ import { createDb, migrateSchema } from "../../src/db";
 import { newId, type DomainEvent } from "@dpp/contract";
 import { DOMAIN_EVENTS_TOPIC } from "../../src/events";
 import { createLogger } from "../../src/logger";
-import { OutboxRelay, createOutboxTable, outboxInsert, writeOutbox, type WithOutbox } from "../../src/outbox";
+import {
+  OutboxRelay,
+  createOutboxTable,
+  migrateOutbox,
+  outboxInsert,
+  writeOutbox,
+  type WithOutbox,
+} from "../../src/outbox";
 import { backoffMs } from "../../src/jobs";
 import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
@@ -88,11 +95,13 @@ async function onBus(ids: string[]): Promise<string[]> {
   return rows.map((r) => (JSON.parse(r.value) as DomainEvent).id).filter((id) => wanted.has(id));
 }
 
-async function outboxRows(schema: string): Promise<{ id: number; event_id: string; sent: boolean }[]> {
-  const { rows } = await admin.query<{ id: string; event_id: string; sent: boolean }>(
-    `select id, event_id, sent_at is not null as sent from ${schema}.outbox order by id`,
+async function outboxRows(
+  schema: string,
+): Promise<{ id: number; ord: number; event_id: string; sent: boolean }[]> {
+  const { rows } = await admin.query<{ id: string; ord: string; event_id: string; sent: boolean }>(
+    `select id, ord, event_id, sent_at is not null as sent from ${schema}.outbox order by id`,
   );
-  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+  return rows.map((r) => ({ ...r, id: Number(r.id), ord: Number(r.ord) }));
 }
 
 const deliveredIds = (ids: string[]) =>
@@ -269,64 +278,97 @@ describe("outbox", () => {
     expect(await outboxRows(schema)).toEqual([]);
   });
 
-  it("numbers one organization's rows in commit order: a second writer waits for the first to commit", async () => {
+  it("numbers one organization's rows in commit order, at commit: an open writer holds no other writer back", async () => {
     const { db, schema } = await scratch("orgorder");
     const first = event("org_serial");
     const second = event("org_serial");
     const open = await db.startTransaction().execute();
-    let secondDone = false;
-    let pending: Promise<void> | undefined;
     try {
-      await writeOutbox(open, first); // holds org_serial's outbox lock until commit
-      pending = writeCommitted(db, second).then(() => void (secondDone = true));
-      // The second writer is blocked on the lock: its row does not exist yet.
-      await eventually(async () => {
-        const { rows } = await admin.query(
-          "select 1 from pg_locks where locktype = 'advisory' and not granted",
-        );
-        return rows.length > 0 ? true : undefined;
-      });
-      expect(secondDone).toBe(false);
-      expect(await outboxRows(schema)).toEqual([]);
+      await writeOutbox(open, first); // draws the lower id, commits last
+      await writeCommitted(db, second); // neither its statement nor its commit waits for the open writer
       await open.commit().execute();
     } catch (err) {
       await open.rollback().execute();
       throw err;
     }
-    await pending;
-    // The second commit drew its id after the first commit: id order is commit order.
     const rows = await outboxRows(schema);
     expect(rows.map((r) => r.event_id)).toEqual([first.id, second.id]);
-    expect(rows[0]!.id).toBeLessThan(rows[1]!.id);
+    // The second committed first: it is numbered first, and relayed first.
+    expect(rows[1]!.ord).toBeLessThan(rows[0]!.ord);
+    expect(await relay(db, schema).drain()).toBe(2);
+    expect(await onBus([first.id, second.id])).toEqual([second.id, first.id]);
   });
 
-  it("keeps one organization's events in commit order under concurrent writers with delays", async () => {
+  it("lets a reader see one organization's rows only as a prefix of their commit order, under concurrent writers", async () => {
     const { db, schema } = await scratch("orgconc");
     const org = "org_conc";
-    // Each writer notes, just before committing, how many of the organization's rows with a
-    // lower id it can see. Commit order = id order exactly when that is every lower row.
-    const seenBelow = new Map<string, number>();
+    // What a reader (the relay) saw of the organization, snapshot after snapshot, while 8 writers commit
+    // 10 transactions each with random delays around the write.
+    const snapshots: number[][] = [];
+    let writing = true;
+    const reader = (async () => {
+      while (writing) {
+        const { rows } = await admin.query<{ ord: string }>(
+          `select ord from ${schema}.outbox where organization_id = $1 order by ord`,
+          [org],
+        );
+        snapshots.push(rows.map((r) => Number(r.ord)));
+      }
+    })();
     await Promise.all(
       Array.from({ length: 8 }, async () => {
         for (let i = 0; i < 10; i++) {
-          const e = event(org);
           await db.transaction().execute(async (trx) => {
             await new Promise((r) => setTimeout(r, Math.random() * 4));
-            await writeOutbox(trx, e);
+            await writeOutbox(trx, event(org));
             await new Promise((r) => setTimeout(r, Math.random() * 4));
-            const { rows } = await sql<{ below: number }>`
-              select (select count(*)::int from outbox b where b.organization_id = o.organization_id and b.id < o.id) as below
-              from outbox o where o.event_id = ${e.id}`.execute(trx);
-            seenBelow.set(e.id, rows[0]!.below);
           });
         }
       }),
     );
-    const ids = (await outboxRows(schema)).map((row) => row.event_id);
-    expect(ids).toHaveLength(80);
-    expect(ids.map((id) => seenBelow.get(id))).toEqual(ids.map((_, rank) => rank));
+    writing = false;
+    await reader;
+    const rows = (await outboxRows(schema)).sort((a, b) => a.ord - b.ord);
+    expect(rows).toHaveLength(80);
+    const all = rows.map((r) => r.ord);
+    expect(snapshots.length).toBeGreaterThan(5);
+    // Never a row with a higher number before every lower one committed.
+    for (const seen of snapshots) expect(seen).toEqual(all.slice(0, seen.length));
+    // The writers' ids were drawn in another order than they committed in (the delays see to it).
+    expect(rows.map((r) => r.id)).not.toEqual([...rows.map((r) => r.id)].sort((a, b) => a - b));
     const r = relay(db, schema, realBus, { batchSize: 7 });
     expect(await r.drain()).toBe(80);
+    const ids = rows.map((row) => row.event_id);
+    expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("upgrades an outbox made before commit-order numbers: unsent rows keep their order, ahead of new ones", async () => {
+    const schema = `ob_upgrade_${randomBytes(3).toString("hex")}`;
+    // The outbox as createOutboxTable made it before the order number, with two rows still unsent.
+    await admin.query(`create schema ${schema}`);
+    await admin.query(`
+      create table ${schema}.outbox (
+        id bigserial primary key, event_id text not null unique, organization_id text not null,
+        livemode boolean not null, type text not null, payload jsonb not null, trace_context jsonb,
+        created_at timestamptz not null default now(), sent_at timestamptz);
+      create index outbox_unsent_idx on ${schema}.outbox (id) where sent_at is null`);
+    const old = [event("org_upgrade"), event("org_upgrade")];
+    for (const e of old)
+      await admin.query(
+        `insert into ${schema}.outbox (event_id, organization_id, livemode, type, payload) values ($1, $2, false, $3, $4)`,
+        [e.id, e.organization_id, e.type, JSON.stringify(e)],
+      );
+    await migrateOutbox(tdb.url, schema);
+    await migrateOutbox(tdb.url, schema); // a second run changes nothing
+    const db = createDb<WithOutbox>({ url: tdb.url, schema, applicationName: "kit-outbox-test", max: 3 });
+    dbs.push(db);
+    const later = event("org_upgrade");
+    await writeCommitted(db, later);
+    const rows = await outboxRows(schema);
+    expect(rows.map((r) => r.ord)).toEqual([rows[0]!.id, rows[1]!.id, expect.any(Number)]);
+    expect(rows[2]!.ord).toBeGreaterThan(rows[1]!.ord);
+    expect(await relay(db, schema).drain()).toBe(3);
+    const ids = [...old, later].map((e) => e.id);
     expect(await onBus(ids)).toEqual(ids);
   });
 
@@ -421,29 +463,21 @@ describe("outboxInsert: the event in the statement of the write", () => {
     expect(await onBus([e.id])).toEqual([e.id]);
   });
 
-  it("takes the organization's outbox lock: it waits for an open writer of the organization, and numbers after it", async () => {
+  it("numbers the event at commit: an open writer of the organization does not hold the write back", async () => {
     const { db, schema } = await withItems("ctelock");
     const first = event("org_cte_serial");
     const second = event("org_cte_serial");
     const open = await db.startTransaction().execute();
-    let pending: Promise<unknown> | undefined;
     try {
       await writeOutbox(open, first);
-      pending = insertItem(db, "waits", second);
-      await eventually(async () => {
-        const { rows } = await admin.query(
-          "select 1 from pg_locks where locktype = 'advisory' and not granted",
-        );
-        return rows.length > 0 ? true : undefined;
-      });
-      expect(await outboxRows(schema)).toEqual([]);
+      await insertItem(db, "goes on", second);
       await open.commit().execute();
     } catch (err) {
       await open.rollback().execute();
       throw err;
     }
-    await pending;
-    expect((await outboxRows(schema)).map((r) => r.event_id)).toEqual([first.id, second.id]);
+    const rows = (await outboxRows(schema)).sort((a, b) => a.ord - b.ord);
+    expect(rows.map((r) => r.event_id)).toEqual([second.id, first.id]);
   });
 });
 
