@@ -229,6 +229,33 @@ export async function migrateSchema(
 }
 
 /**
+ * Applies a part of the kit's own migrations (its changes to a table a service made with a kit function, such as
+ * the outbox) to `schema`, with their own migration table `table` in that schema, so that they never interleave
+ * with the service's own migrations.
+ */
+export async function migrateKitPart(
+  url: string,
+  schema: string,
+  table: string,
+  migrations: Record<string, Migration>,
+): Promise<void> {
+  const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate-kit`, max: 1 });
+  try {
+    const migrator = new Migrator({
+      db: db.withSchema(schema),
+      provider: { getMigrations: async () => migrations },
+      migrationTableSchema: schema,
+      migrationTableName: table,
+      migrationLockTableName: `${table}_lock`,
+    });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
  * The `migrate` command of a service: opens one connection to `url`, applies the
  * service's migrations to its schema, and closes the connection.
  */

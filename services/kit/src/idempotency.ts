@@ -19,7 +19,8 @@
  *      then finds it live, leaves it and fails, the work is rolled back, and that record is answered as
  *      in step 1.
  * The kit's own statements travel in two messages of several statements, one round trip each (decision
- * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. So a call
+ * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. Steps 1 and 3
+ * are two functions of the service's schema (decision 0036), so Postgres keeps their plans. So a call
  * that runs costs two round trips beyond its work's statements, and what the work locks (rows it changed) is
  * held for one round trip after the work's last statement answered (an organization's outbox lock is taken
  * only at commit: outbox.ts, decision 0035).
@@ -35,11 +36,11 @@
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { sql, type Kysely, type Transaction } from "kysely";
+import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { TenantContext } from "./context";
-import { inlined, withConnection } from "./db";
+import { inlined, migrateKitPart, withConnection } from "./db";
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
 /** Seconds a client is told to wait when the same key is still being worked on. */
@@ -89,6 +90,76 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
     ])
     .execute();
   await sql`create index idempotency_created_idx on idempotency (created_at)`.execute(db);
+  await createIdempotencyFunctions(db);
+}
+
+/**
+ * The two functions a keyed call's own statements run (see `lockAndRead` and `record`), in the current schema,
+ * which they name (no search_path lookup when they run). PL/pgSQL keeps the plan of each statement inside per
+ * connection, so neither is planned again on every call, as the statements were when each message carried them
+ * in full (decision 0036). The key's lock text is the one the statements took, so processes of either kind
+ * exclude each other on the same key. Idempotent (create or replace).
+ */
+async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
+  await sql`
+    do $do$ begin execute format($f$
+      create or replace function %1$I.kit_idempotency_open(
+        p_org text, p_livemode boolean, p_caller text, p_key text)
+      returns table (locked boolean, fingerprint text, method text, request_id text, response bytea, error text)
+      language plpgsql as $body$
+      begin
+        return query
+          select pg_try_advisory_xact_lock(hashtextextended(
+                   'idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)),
+                 i.fingerprint, i.method, i.request_id, i.response, i.error::text
+          from (select) as one
+          left join %1$I.idempotency i
+            on i.organization_id = p_org and i.livemode = p_livemode and i.caller_organization_id = p_caller
+              and i.idempotency_key = p_key and i.created_at > now() - make_interval(hours => %3$s);
+      end $body$;
+      create or replace function %1$I.kit_idempotency_record(
+        p_org text, p_livemode boolean, p_caller text, p_key text, p_fingerprint text, p_method text,
+        p_request_id text, p_response bytea, p_error text)
+      returns void language plpgsql as $body$
+      begin
+        insert into %1$I.idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
+          fingerprint, method, request_id, response, error)
+        values (p_org, p_livemode, p_caller, p_key, p_fingerprint, p_method, p_request_id, p_response, p_error)
+        on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
+          set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
+              response = excluded.response, error = excluded.error, created_at = now()
+          where i.created_at <= now() - make_interval(hours => %3$s);
+        if not found then
+          raise exception %4$L using errcode = 'invalid_text_representation';
+        end if;
+      end $body$$f$, current_schema(), current_schema(), ${sql.lit(IDEMPOTENCY_RETENTION_HOURS)}, ${sql.lit(RECORD_KEPT)});
+    end $do$`.execute(db);
+}
+
+/**
+ * The kit's own changes to an idempotency table made by an earlier createIdempotencyTable, applied by the service
+ * template's `migrate` to every service that honours keys, with their own migration table
+ * (kit_idempotency_migration). Each is a no-op where createIdempotencyTable made the change already.
+ */
+export const idempotencyMigrations: Record<string, Migration> = {
+  "0001_functions": {
+    async up(db) {
+      // An early kit kept refusals as jsonb: the functions take and answer text.
+      await sql`
+        do $do$ begin
+          if (select data_type from information_schema.columns where table_schema = current_schema()
+              and table_name = 'idempotency' and column_name = 'error') = 'jsonb' then
+            alter table idempotency alter column error type text using error::text;
+          end if;
+        end $do$`.execute(db);
+      await createIdempotencyFunctions(db);
+    },
+  },
+};
+
+/** Applies idempotencyMigrations to the idempotency table in `schema` (which the service's migrations created). */
+export async function migrateIdempotency(url: string, schema: string): Promise<void> {
+  await migrateKitPart(url, schema, "kit_idempotency_migration", idempotencyMigrations);
 }
 
 // --- the ambient transaction -------------------------------------------------------------------------------
@@ -191,11 +262,6 @@ interface RecordedError {
 
 type Found = Pick<IdempotencyTable, "fingerprint" | "method" | "request_id" | "response" | "error">;
 
-/** The advisory lock key of one key's scope in this schema. */
-function scopeLock(t: TenantContext, callerOrganizationId: string, key: string) {
-  return sql<number>`hashtextextended(${`idem:${t.organizationId}:${t.livemode}:${callerOrganizationId}:${key}`} || current_schema(), 0)`;
-}
-
 /** A record is live for the retention window; an older one is ignored, and replaced by the next call. */
 const LIVE_SINCE = sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`;
 
@@ -272,38 +338,26 @@ function answerRecorded<R>(o: IdempotentCallOptions<R>, found: Found): Idempoten
   throw replayedError(recorded as RecordedError, found.request_id);
 }
 
-/** The key's lock tried and its record read, in one statement. */
+/** The key's lock tried and its record read, in one statement (kit_idempotency_open). */
 function lockAndRead(t: TenantContext) {
   const idem = t.idempotency!;
   return sql<{ locked: boolean } & Partial<Found>>`
-    select pg_try_advisory_xact_lock(${scopeLock(t, idem.callerOrganizationId, idem.key)}) as locked,
-           i.fingerprint, i.method, i.request_id, i.response, i.error
-    from (select) as one
-    left join idempotency i on ${keyScope(t)} and i.created_at > ${LIVE_SINCE}`;
+    select * from kit_idempotency_open(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key})`;
 }
 
 /** What the record statement fails with when it finds a live record and leaves it (see `record`). */
 const RECORD_KEPT = "the idempotency record is live";
 
 /**
- * The result written: inserted, or written over an expired record. A live record (committed after the read of
- * `lockAndRead`) stays, and the statement then fails (a cast of RECORD_KEPT), so that the commit sent after it in
- * the same message does not run and the work is rolled back.
+ * The result written (kit_idempotency_record): inserted, or written over an expired record. A live record
+ * (committed after the read of `lockAndRead`) stays, and the statement then fails (invalid_text_representation,
+ * RECORD_KEPT), so that the commit sent after it in the same message does not run and the work is rolled back.
  */
 function record(t: TenantContext, method: string, response: Uint8Array | null, error: string | null) {
   const idem = t.idempotency!;
   return sql`
-    with recorded as (
-      insert into idempotency as i (organization_id, livemode, caller_organization_id, idempotency_key,
-        fingerprint, method, request_id, response, error)
-      values (${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
-        ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}, ${error})
-      on conflict (organization_id, livemode, caller_organization_id, idempotency_key) do update
-        set fingerprint = excluded.fingerprint, method = excluded.method, request_id = excluded.request_id,
-            response = excluded.response, error = excluded.error, created_at = now()
-        where i.created_at <= ${LIVE_SINCE}
-      returning 1)
-    select (case when not exists (select from recorded) then ${RECORD_KEPT} end)::int as kept`;
+    select kit_idempotency_record(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
+      ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}::bytea, ${error}::text)`;
 }
 
 function isRecordKept(err: unknown): boolean {

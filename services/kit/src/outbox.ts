@@ -20,18 +20,10 @@
  * events of two organizations takes both locks at commit, in the order of its rows.
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
-import {
-  Migrator,
-  sql,
-  type Kysely,
-  type Generated,
-  type Migration,
-  type RawBuilder,
-  type Transaction,
-} from "kysely";
+import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
 import { startLeaderJob, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
-import { createDb, lockKey } from "./db";
+import { lockKey, migrateKitPart } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
 import { PgBus, type Bus } from "./bus";
 import type { Logger } from "./logger";
@@ -125,20 +117,7 @@ export const outboxMigrations: Record<string, Migration> = {
 
 /** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
 export async function migrateOutbox(url: string, schema: string): Promise<void> {
-  const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate-outbox`, max: 1 });
-  try {
-    const migrator = new Migrator({
-      db: db.withSchema(schema),
-      provider: { getMigrations: async () => outboxMigrations },
-      migrationTableSchema: schema,
-      migrationTableName: "kit_outbox_migration",
-      migrationLockTableName: "kit_outbox_migration_lock",
-    });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
-  } finally {
-    await db.destroy();
-  }
+  await migrateKitPart(url, schema, "kit_outbox_migration", outboxMigrations);
 }
 
 /**

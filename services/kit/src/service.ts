@@ -33,7 +33,7 @@ import { createBus } from "./bus-factory";
 import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "./bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
-import { reapIdempotencyRecords } from "./idempotency";
+import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
@@ -192,6 +192,7 @@ export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
 ): Promise<void> {
   await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   if (def.outbox) await migrateOutbox(config.DATABASE_URL, def.schema);
+  if (def.idempotency) await migrateIdempotency(config.DATABASE_URL, def.schema);
   const busUrl = config.BUS_DATABASE_URL ?? config.DATABASE_URL;
   await migrateBus(busUrl);
   await analyzeSchema(config.DATABASE_URL, def.schema);

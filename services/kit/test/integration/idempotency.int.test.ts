@@ -8,7 +8,13 @@ import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
 import { ApiError } from "@dpp/contract";
-import { createIdempotencyTable, runIdempotent, singleStatement, transaction } from "../../src/idempotency";
+import {
+  createIdempotencyTable,
+  migrateIdempotency,
+  runIdempotent,
+  singleStatement,
+  transaction,
+} from "../../src/idempotency";
 import type { TenantContext } from "../../src/context";
 import { createTestDatabase, watchStatements, type TestDatabase } from "../../src/testing";
 
@@ -255,8 +261,8 @@ function kinds(text: string): string {
       const st = statement.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
       if (/^(begin|commit|rollback|savepoint|rollback to savepoint)( \w+)?$/.test(st))
         return st.replace(/ idempotent_work$/, "");
-      if (st.includes("pg_try_advisory_xact_lock") && st.includes("idempotency")) return "lock and read key";
-      if (/^with recorded as \( ?insert into idempotency/.test(st)) return "record key";
+      if (/^select \* from kit_idempotency_open\(/.test(st)) return "lock and read key";
+      if (/^select kit_idempotency_record\(/.test(st)) return "record key";
       const m = /^insert into (\w+)/.exec(st);
       return m ? `insert ${m[1]}` : st.slice(0, 40);
     })
@@ -486,5 +492,54 @@ describe("values written into the kit's statements", () => {
       headers: { "Idempotent-Replayed": "true" },
     });
     expect(await recordOf(refused)).toMatchObject({ idempotency_key: refused.idempotency!.key });
+  });
+});
+
+describe("an idempotency table made by an earlier kit", () => {
+  it("is upgraded by migrateIdempotency: its jsonb refusals become text, calls run and replay, and a second run changes nothing", async () => {
+    // The table as the first kit made it: refusals as jsonb, and no functions.
+    const schema = `idem_old_${randomBytes(3).toString("hex")}`;
+    const old = createDb<any>({ url: tdb.url, schema, applicationName: "kit-idem-old", max: 1 });
+    try {
+      await sql`create schema ${sql.id(schema)}`.execute(old);
+      await sql`create table idempotency (organization_id text not null, livemode boolean not null,
+        caller_organization_id text not null, idempotency_key text not null, fingerprint text not null,
+        method text not null, request_id text not null, response bytea, error jsonb,
+        created_at timestamptz not null default now(),
+        constraint idempotency_pk primary key (organization_id, livemode, caller_organization_id, idempotency_key))`.execute(
+        old,
+      );
+      const refused = keyed();
+      await sql`insert into idempotency (organization_id, livemode, caller_organization_id, idempotency_key,
+          fingerprint, method, request_id, error)
+        values (${refused.organizationId}, false, 'org_caller', ${refused.idempotency!.key},
+          ${refused.idempotency!.fingerprint}, ${METHOD}, 'req_first',
+          ${JSON.stringify({ code: "already_exists", message: "Taken.", details: { x: 1 }, headers: {} })}::jsonb)`.execute(
+        old,
+      );
+      await migrateIdempotency(tdb.url, schema);
+      await migrateIdempotency(tdb.url, schema);
+      const { rows } = await sql<{ data_type: string }>`
+        select data_type from information_schema.columns
+        where table_schema = ${schema} and table_name = 'idempotency' and column_name = 'error'`.execute(old);
+      expect(rows[0]!.data_type).toBe("text");
+
+      const replay = runIdempotent(
+        { db: old, ctx: refused, method: METHOD, encode, decode },
+        async () => "never",
+      );
+      await expect(replay).rejects.toMatchObject({
+        code: "already_exists",
+        message: "Taken.",
+        details: { x: 1 },
+      });
+      const fresh = keyed();
+      const call = () =>
+        runIdempotent({ db: old, ctx: fresh, method: METHOD, encode, decode }, async () => "ran");
+      expect(await call()).toEqual({ response: "ran", replayed: false });
+      expect(await call()).toEqual({ response: "ran", replayed: true });
+    } finally {
+      await old.destroy();
+    }
   });
 });

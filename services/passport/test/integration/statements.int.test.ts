@@ -63,8 +63,8 @@ function statementKind(text: string): string {
   if (written && s.includes("insert into outbox"))
     return `${written[1] === "update" ? "update" : "insert"} ${written[2]} + event`;
   if (s.includes("outbox")) return "outbox";
-  if (s.includes("pg_try_advisory_xact_lock") && s.includes("idempotency")) return "lock and read key";
-  if (/^(with recorded as \( ?)?insert into idempotency/.test(s)) return "record key";
+  if (s.startsWith("select * from kit_idempotency_open(")) return "lock and read key";
+  if (s.startsWith("select kit_idempotency_record(")) return "record key";
   const m = /^(?:(insert) into|(update)|(delete) from|(select) .*? from) (\w+)/.exec(s);
   if (m) return `${m.slice(1, 5).find(Boolean)} ${m[5]}${s.includes(" for update") ? " for update" : ""}`;
   if (s.includes("pg_advisory_xact_lock")) return "advisory lock";
