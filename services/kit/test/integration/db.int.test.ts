@@ -9,8 +9,8 @@ let tdb: TestDatabase;
 let admin: pg.Client;
 const dbs: Kysely<any>[] = [];
 
-function open(schema: string, max = 2): Kysely<any> {
-  const db = createDb<any>({ url: tdb.url, schema, applicationName: "kit-db-test", max });
+function open(schema: string, max = 2, preparedStatements?: number): Kysely<any> {
+  const db = createDb<any>({ url: tdb.url, schema, applicationName: "kit-db-test", max, preparedStatements });
   dbs.push(db);
   return db;
 }
@@ -259,14 +259,7 @@ describe("prepared statements", () => {
   });
 
   it("runs a query without values unnamed, and texts beyond the pool's bound unnamed", async () => {
-    const db = createDb<any>({
-      url: tdb.url,
-      schema: "svc_a",
-      applicationName: "kit-db-test",
-      max: 1,
-      preparedStatements: 1,
-    });
-    dbs.push(db);
+    const db = open("svc_a", 1, 1);
     await sql`select 1 as one`.execute(db);
     await sql`select ${1}::int as one`.execute(db);
     await sql`select ${2}::int as two`.execute(db);
@@ -275,14 +268,7 @@ describe("prepared statements", () => {
   });
 
   it("prepares none with a bound of 0", async () => {
-    const db = createDb<any>({
-      url: tdb.url,
-      schema: "svc_a",
-      applicationName: "kit-db-test",
-      max: 1,
-      preparedStatements: 0,
-    });
-    dbs.push(db);
+    const db = open("svc_a", 1, 0);
     expect((await sql<{ one: number }>`select ${1}::int as one`.execute(db)).rows[0]!.one).toBe(1);
     expect(await prepared(db)).toEqual([]);
   });
