@@ -78,9 +78,12 @@ async function addCommitOrder(db: Kysely<any>): Promise<void> {
   await sql`select setval('outbox_ord_seq', greatest((select max(id) from outbox), (select last_value from outbox_ord_seq), 1))`.execute(
     db,
   );
-  await sql`create index if not exists outbox_unsent_ord_idx on outbox (ord) where sent_at is null`.execute(
+  // The relay's index: committed unsent rows by their number. A row's first version (inserted, its number not
+  // drawn yet) has no entry, so the insert writes none and the relay's scan never passes over such versions.
+  await sql`create index if not exists outbox_relay_idx on outbox (ord) where sent_at is null and ord is not null`.execute(
     db,
   );
+  await sql`drop index if exists outbox_unsent_ord_idx`.execute(db);
   await sql`drop index if exists outbox_unsent_idx`.execute(db);
   // The function names the schema it serves (no search_path lookup at commit) and takes the lock of
   // outboxOrgLock, keyed by that schema.
@@ -334,16 +337,19 @@ export class OutboxRelay {
    * statement's snapshot may predate the previous holder's commit: rows it marked fail the update's own
    * `sent_at is null` re-check, and an organization's order numbers are its commit order (header). The update
    * that follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
-   * the statistics, never a scan of every entry of the unsent index (which keeps the entries of rows sent since
-   * the last vacuum).
+   * the statistics, never a scan of every entry of the relay's index (which keeps the entries of rows sent since
+   * the last vacuum). The candidates come from that index (outbox_relay_idx), read in order: `ord is not null`
+   * is its predicate's (every committed row has its number), and the batch size as a subquery hides its value
+   * from the planner, which then reads the index in order and stops instead of sorting every unsent row
+   * (as the feed and the lists do, whatever the statistics).
    */
   private lockAndCandidates(batch: number) {
     return sql`
       relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
       candidate as (
         select id from outbox
-        where sent_at is null and (select locked from relay_lock)
-        order by ord limit ${batch})`;
+        where sent_at is null and ord is not null and (select locked from relay_lock)
+        order by ord limit (select ${batch}::int))`;
   }
 
   /**
