@@ -85,8 +85,8 @@ async function addCommitOrder(db: Kysely<any>): Promise<void> {
   );
   await sql`drop index if exists outbox_unsent_ord_idx`.execute(db);
   await sql`drop index if exists outbox_unsent_idx`.execute(db);
-  // The function names the schema it serves (no search_path lookup at commit) and takes the lock of
-  // outboxOrgLock, keyed by that schema.
+  // The function names the schema it serves (no search_path lookup at commit); its lock key is
+  // 'outbox:<schema>:<organization>', the one writers took before the order was drawn at commit.
   await sql`
     do $do$ begin execute format($f$
       create or replace function %1$I.outbox_commit_order() returns trigger language plpgsql as $body$
@@ -121,14 +121,6 @@ export const outboxMigrations: Record<string, Migration> = {
 /** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
 export async function migrateOutbox(url: string, schema: string): Promise<void> {
   await migrateKitPart(url, schema, "kit_outbox_migration", outboxMigrations);
-}
-
-/**
- * The advisory lock key that orders one organization's outbox rows in one schema: the commit-order trigger
- * takes it (addCommitOrder), and a test or a tool that must wait for an organization's commits in flight.
- */
-export function outboxOrgLock(organizationId: string) {
-  return sql<number>`hashtextextended('outbox:' || current_schema() || ':' || ${organizationId}, 0)`;
 }
 
 /**
