@@ -98,7 +98,10 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
  * which they name (no search_path lookup when they run). PL/pgSQL keeps the plan of each statement inside per
  * connection, so neither is planned again on every call, as the statements were when each message carried them
  * in full (decision 0036). The key's lock text is the one the statements took, so processes of either kind
- * exclude each other on the same key. Idempotent (create or replace).
+ * exclude each other on the same key. The open function reads the record in a statement of its own after the
+ * lock is held: a volatile function's statement takes a fresh snapshot, so it sees the record of the attempt
+ * that held the lock before (whose commit is visible before its lock is released), however long the function
+ * took to be compiled and planned on a new connection. Idempotent (create or replace).
  */
 async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
   await sql`
@@ -108,10 +111,13 @@ async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
       returns table (locked boolean, fingerprint text, method text, request_id text, response bytea, error text)
       language plpgsql as $body$
       begin
+        if not pg_try_advisory_xact_lock(hashtextextended(
+             'idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)) then
+          return query select false, null::text, null::text, null::text, null::bytea, null::text;
+          return;
+        end if;
         return query
-          select pg_try_advisory_xact_lock(hashtextextended(
-                   'idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)),
-                 i.fingerprint, i.method, i.request_id, i.response, i.error::text
+          select true, i.fingerprint, i.method, i.request_id, i.response, i.error::text
           from (select) as one
           left join %1$I.idempotency i
             on i.organization_id = p_org and i.livemode = p_livemode and i.caller_organization_id = p_caller
@@ -357,7 +363,7 @@ function record(t: TenantContext, method: string, response: Uint8Array | null, e
   const idem = t.idempotency!;
   return sql`
     select kit_idempotency_record(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
-      ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}::bytea, ${error}::text)`;
+      ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}, ${error})`;
 }
 
 function isRecordKept(err: unknown): boolean {
@@ -385,8 +391,8 @@ async function attempt<R>(
     // Whether a transaction may be open on the connection: rolled back before the connection is given back.
     let open = true;
     try {
-      // The lock and the read in one statement. Its snapshot may predate the lock: a record committed by the
-      // attempt that held the lock just before is then not seen here, but the record statement finds it.
+      // The lock, then the read on a snapshot taken once the lock is held (kit_idempotency_open): a record that
+      // the attempt holding the lock before committed is seen. The record statement stays the safety net.
       const opened = await client.query(
         message(
           "begin",
