@@ -36,6 +36,10 @@ import {
   type Verification,
 } from "./internal-auth";
 import type { Logger } from "./logger";
+import { useFastUtf8Encoding } from "./wire";
+
+// Every message this adapter encodes writes its strings through Buffer.from (wire.ts).
+useFastUtf8Encoding();
 
 const u8ToBuffer = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 const DETAILS_KEY = "grpc-status-details-bin";
