@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError } from "@dpp/contract";
 import pg from "pg";
 import {
@@ -63,8 +62,8 @@ export function createPool(o: DbOptions): pg.Pool {
   return pool;
 }
 
-/** The connection `withConnection` asked for: the first one its Kysely call takes from the pool. */
-const claims = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
+/** The pool and prepared statements of each database made by `createDb`, for `withConnection`. */
+const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatements }>();
 
 /**
  * A Kysely instance bound to one service schema. DB describes that schema only. Its queries with values run as
@@ -73,19 +72,13 @@ const claims = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
 export function createDb<DB>(o: DbOptions): Kysely<DB> {
   const pool = createPool(o);
   const prepared = new PreparedStatements(o.preparedStatements ?? PREPARED_STATEMENTS_DEFAULT);
-  return new Kysely<DB>({
+  const db = new Kysely<DB>({
     dialect: new PostgresDialect({
-      pool: {
-        async connect() {
-          const claim = claims.getStore();
-          const client = await pool.connect();
-          if (claim && !claim.client) claim.client = client;
-          return prepared.client(client);
-        },
-        end: () => pool.end(),
-      },
+      pool: { connect: async () => prepared.client(await pool.connect()), end: () => pool.end() },
     }),
   });
+  owned.set(db, { pool, prepared });
+  return db;
 }
 
 /**
@@ -161,18 +154,26 @@ function isStalePlan(err: unknown): boolean {
  * node-postgres client, for what Kysely cannot send: several statements in one message (a query without values
  * goes in node-postgres' simple protocol, and its answer is one result per statement, which Kysely's driver does
  * not hand back). The connection returns to the pool when fn settles: fn ends any transaction it opened on it.
+ * `conn` is a Kysely of its own over that one connection (2 µs to make), so nothing here needs an
+ * AsyncLocalStorage, whose async hooks every promise of the process would pay for (decision 0037).
  */
 export async function withConnection<DB, T>(
   db: Kysely<DB>,
   fn: (conn: Kysely<DB>, client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
-  const claim: { client?: pg.PoolClient } = {};
-  return claims.run(claim, () =>
-    db.connection().execute((conn) => {
-      if (!claim.client) throw new Error("withConnection needs a database made by createDb");
-      return fn(conn, claim.client);
-    }),
-  );
+  const own = owned.get(db);
+  if (!own) throw new Error("withConnection needs a database made by createDb");
+  const client = await own.pool.connect();
+  const bound = own.prepared.client(client);
+  const held = { query: bound.query, release: () => undefined } as unknown as PostgresPoolClient;
+  const conn = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool: { connect: async () => held, end: async () => undefined } }),
+  });
+  try {
+    return await fn(conn, client);
+  } finally {
+    client.release();
+  }
 }
 
 /**

@@ -11,8 +11,9 @@
  *      statement: the lock held by another attempt that may still run → 409 resource_busy with
  *      Retry-After (nothing runs); a record with another fingerprint → 409 idempotency_conflict; a
  *      recorded result → replayed (the recorded answer, or the recorded refusal), nothing runs;
- *   2. otherwise the work runs; every `transaction(db, fn)` and `singleStatement(db, fn)` it opens joins
- *      this transaction, so its writes and its outbox events commit with the record or not at all;
+ *   2. otherwise the work runs; every `transaction(db, ctx, fn)` and `singleStatement(db, ctx, fn)` it opens for
+ *      the call's context joins this transaction, so its writes and its outbox events commit with the record or
+ *      not at all;
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
  *      refusal (an ApiError other than resource_busy); then the transaction commits. The read of step 1
  *      may have missed a record that the previous holder of the lock committed just before: the upsert
@@ -35,11 +36,10 @@
  *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
-import type { TenantContext } from "./context";
+import type { RequestContext, TenantContext } from "./context";
 import { inlined, migrateKitPart, withConnection } from "./db";
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
@@ -195,7 +195,15 @@ interface Ambient {
   broken: boolean;
 }
 
-const ambient = new AsyncLocalStorage<Ambient>();
+/**
+ * The transaction of each keyed call whose work runs, by the call's context object (the `ctx` the handler was
+ * given, which the work passes to its store transactions). Not an AsyncLocalStorage: its async hooks would make
+ * every promise of the process pay, keyed or not (decision 0037).
+ */
+const ambients = new WeakMap<RequestContext, Ambient>();
+
+/** What a store transaction is opened for: the call's context, or null outside any call (a job). */
+export type CallScope = RequestContext | null;
 
 /** Runs a store transaction's body inside the idempotent call's transaction (see `transaction`). */
 async function joined<T>(outer: Ambient, run: () => Promise<T>): Promise<T> {
@@ -225,16 +233,17 @@ async function joined<T>(outer: Ambient, run: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside an idempotent
- * call it joins the call's transaction (rolled back alone when fn throws: see the header), so the write
- * commits together with its idempotency record. Every store's transactions go through here, or through
- * `singleStatement`.
+ * Runs fn in one transaction: committed when fn returns, rolled back when it throws. For the context of an
+ * idempotent call whose work runs, it joins the call's transaction (rolled back alone when fn throws: see the
+ * header), so the write commits together with its idempotency record. Every store's transactions go through
+ * here, or through `singleStatement`, with the context of the call they serve.
  */
 export async function transaction<DB, T>(
   db: Kysely<DB>,
+  call: CallScope,
   fn: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  const outer = ambient.getStore();
+  const outer = call ? ambients.get(call) : undefined;
   if (!outer) return db.transaction().execute(fn);
   return joined(outer, () => fn(outer.trx as Transaction<DB>));
 }
@@ -242,12 +251,16 @@ export async function transaction<DB, T>(
 /**
  * Runs fn, which sends exactly ONE statement, as a transaction of its own: a statement is atomic by itself,
  * so outside an idempotent call it runs on the pool without begin and commit (one round trip instead of
- * three); inside one it joins the call's transaction as `transaction(db, fn)` does. A store's write that is
+ * three); inside one it joins the call's transaction as `transaction(db, call, fn)` does. A store's write that is
  * one statement (its outbox row included, `outboxInsert`) goes through here. Two statements in fn would be
  * two transactions outside an idempotent call: use `transaction` for more than one.
  */
-export async function singleStatement<DB, T>(db: Kysely<DB>, fn: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-  const outer = ambient.getStore();
+export async function singleStatement<DB, T>(
+  db: Kysely<DB>,
+  call: CallScope,
+  fn: (db: Kysely<DB>) => Promise<T>,
+): Promise<T> {
+  const outer = call ? ambients.get(call) : undefined;
   if (!outer) return fn(db);
   return joined(outer, () => fn(outer.trx as Transaction<DB>));
 }
@@ -273,6 +286,7 @@ const LIVE_SINCE = sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENT
 
 export interface IdempotentCallOptions<R> {
   db: Kysely<any>;
+  /** The call's context: the work's store transactions opened for this same object join the call's transaction. */
   ctx: TenantContext;
   /** The gRPC method (a key used with another method is a conflict as well). */
   method: string;
@@ -417,12 +431,15 @@ async function attempt<R>(
       const amb: Ambient = { trx, savepoints, depth: { n: 0 }, clean: true, wrote: false, broken: false };
       let response: R | undefined;
       let refusal: ApiError | undefined;
+      ambients.set(t, amb);
       try {
-        response = await ambient.run(amb, work);
+        response = await work();
       } catch (err) {
         if (amb.broken) throw new RolledBack("second_attempt");
         if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
         refusal = err;
+      } finally {
+        ambients.delete(t);
       }
       // A store transaction failed and the work went on: its writes cannot be undone alone here.
       if (amb.broken) throw new RolledBack("second_attempt");

@@ -13,6 +13,7 @@ import {
   migrateIdempotency,
   runIdempotent,
   singleStatement,
+  type CallScope,
   transaction,
 } from "../../src/idempotency";
 import type { TenantContext } from "../../src/context";
@@ -88,10 +89,10 @@ function keyed(): TenantContext {
 const call = (ctx: TenantContext, work: () => Promise<string>) =>
   runIdempotent({ db, ctx, method: METHOD, encode, decode }, work);
 
-const insertItem = (name: string) =>
-  transaction(db, (trx) => trx.insertInto("item").values({ name }).execute());
-const insertItemAlone = (name: string) =>
-  singleStatement(db, (q) => q.insertInto("item").values({ name }).execute());
+const insertItem = (call: CallScope, name: string) =>
+  transaction(db, call, (trx) => trx.insertInto("item").values({ name }).execute());
+const insertItemAlone = (call: CallScope, name: string) =>
+  singleStatement(db, call, (q) => q.insertInto("item").values({ name }).execute());
 
 async function items(prefix: string): Promise<string[]> {
   const rows = await db.selectFrom("item").select("name").where("name", "like", `${prefix}%`).execute();
@@ -103,7 +104,7 @@ describe("runIdempotent", () => {
     const ctx = keyed();
     const i = ctx.idempotency!;
     const out = await call(ctx, async () => {
-      await insertItem(`${ctx.requestId}-mine`);
+      await insertItem(ctx, `${ctx.requestId}-mine`);
       // The attempt that held the key's lock committed its answer just after this call read the key.
       await other
         .insertInto("idempotency")
@@ -129,7 +130,7 @@ describe("runIdempotent", () => {
     const ctx = keyed();
     const i = ctx.idempotency!;
     const out = await call(ctx, async () => {
-      await insertItemAlone(`${ctx.requestId}-mine`);
+      await insertItemAlone(ctx, `${ctx.requestId}-mine`);
       await other
         .insertInto("idempotency")
         .values({
@@ -155,7 +156,7 @@ describe("runIdempotent", () => {
     let runs = 0;
     const work = async () => {
       runs++;
-      await insertItemAlone(`${ctx.requestId}-one`);
+      await insertItemAlone(ctx, `${ctx.requestId}-one`);
       return "written";
     };
     expect(await call(ctx, work)).toEqual({ response: "written", replayed: false });
@@ -170,7 +171,7 @@ describe("runIdempotent", () => {
       let runs = 0;
       const work = async (): Promise<string> => {
         runs++;
-        await write(`${ctx.requestId}-${runs}`);
+        await write(ctx, `${ctx.requestId}-${runs}`);
         throw new ApiError("validation_failed", "Refused after writing.", { run: runs });
       };
       const first = await call(ctx, work).catch((err: unknown) => err);
@@ -206,10 +207,34 @@ describe("runIdempotent", () => {
 
   it("runs a single-statement write on the pool outside a call: committed when it returns", async () => {
     const name = `alone-${randomBytes(4).toString("hex")}`;
-    await insertItemAlone(name);
-    await expect(insertItemAlone(name)).rejects.toMatchObject({ code: "23505" });
+    await insertItemAlone(null, name);
+    await expect(insertItemAlone(null, name)).rejects.toMatchObject({ code: "23505" });
     const rows = await other.selectFrom("item").select("name").where("name", "=", name).execute();
     expect(rows).toHaveLength(1);
+  });
+
+  it("joins only the transactions opened for the call's own context: others commit on their own", async () => {
+    const ctx = keyed();
+    const neighbour = keyed();
+    let runs = 0;
+    const out = await call(ctx, async () => {
+      runs++;
+      await insertItemAlone(ctx, `${ctx.requestId}-joined-${runs}`);
+      if (runs === 1) {
+        await insertItemAlone(null, `${ctx.requestId}-job`);
+        // Another keyed call runs meanwhile: its writes join its own transaction, not this one's.
+        await call(neighbour, async () => {
+          await insertItem(neighbour, `${neighbour.requestId}-theirs`);
+          return "theirs";
+        });
+      }
+      throw new ApiError("validation_failed", "Refused after writing.");
+    }).catch((err: unknown) => err);
+    expect(out).toMatchObject({ code: "validation_failed" });
+    // The refusal undid the call's own write only.
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-job`]);
+    expect(await items(neighbour.requestId)).toEqual([`${neighbour.requestId}-theirs`]);
+    expect(await call(neighbour, async () => "never")).toEqual({ response: "theirs", replayed: true });
   });
 
   it("replaces an expired record with the new result", async () => {
@@ -225,14 +250,14 @@ describe("runIdempotent", () => {
   it("rolls back a first transaction that fails, alone, when the work catches its failure and goes on", async () => {
     const ctx = keyed();
     const out = await call(ctx, async () => {
-      await transaction(db, async (trx) => {
+      await transaction(db, ctx, async (trx) => {
         await trx
           .insertInto("item")
           .values({ name: `${ctx.requestId}-failed` })
           .execute();
         throw new Error("changed its mind");
       }).catch(() => undefined);
-      await insertItem(`${ctx.requestId}-kept`);
+      await insertItem(ctx, `${ctx.requestId}-kept`);
       return "done";
     });
     expect(out).toEqual({ response: "done", replayed: false });
@@ -242,10 +267,10 @@ describe("runIdempotent", () => {
   it("keeps what an earlier transaction wrote when a later one fails and the work goes on", async () => {
     const ctx = keyed();
     const out = await call(ctx, async () => {
-      await insertItem(`${ctx.requestId}-a`);
+      await insertItem(ctx, `${ctx.requestId}-a`);
       // A database error: the later transaction's savepoint is rolled back, the call's transaction goes on.
-      await insertItem(`${ctx.requestId}-a`).catch(() => undefined);
-      await insertItem(`${ctx.requestId}-b`);
+      await insertItem(ctx, `${ctx.requestId}-a`).catch(() => undefined);
+      await insertItem(ctx, `${ctx.requestId}-b`);
       return "done";
     });
     expect(out).toEqual({ response: "done", replayed: false });
@@ -284,8 +309,8 @@ async function messagesOf(call: () => Promise<unknown>): Promise<string[]> {
 const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>) =>
   runIdempotent({ db: on, ctx, method: METHOD, encode, decode }, work);
 
-const insertItemOn = (on: Kysely<any>, name: string) =>
-  singleStatement(on, (q) => q.insertInto("item").values({ name }).execute());
+const insertItemOn = (on: Kysely<any>, call: CallScope, name: string) =>
+  singleStatement(on, call, (q) => q.insertInto("item").values({ name }).execute());
 
 /** The record of ctx's key, if any. */
 async function recordOf(ctx: TenantContext) {
@@ -323,7 +348,7 @@ describe("the messages of a call under a key", () => {
     const ctx = keyed();
     const sent = await messagesOf(() =>
       callOn(one, ctx, async () => {
-        await insertItemOn(one, `${ctx.requestId}-one`);
+        await insertItemOn(one, ctx, `${ctx.requestId}-one`);
         return "written";
       }),
     );
@@ -359,7 +384,7 @@ describe("the messages of a call under a key", () => {
     const sent = await messagesOf(() =>
       callOn(one, ctx, async () => {
         runs++;
-        await insertItemOn(one, `${ctx.requestId}-${runs}`);
+        await insertItemOn(one, ctx, `${ctx.requestId}-${runs}`);
         throw new ApiError("validation_failed", "Refused after writing.");
       }).catch(() => undefined),
     );
@@ -386,7 +411,7 @@ describe("a call whose record or commit fails", () => {
     let runs = 0;
     const work = async () => {
       runs++;
-      await insertItemOn(one, `${ctx.requestId}-${runs}`);
+      await insertItemOn(one, ctx, `${ctx.requestId}-${runs}`);
       return `run ${runs}`;
     };
     const failed = await callOn(one, ctx, work).catch((err: unknown) => err);
@@ -406,7 +431,7 @@ describe("a call whose record or commit fails", () => {
     let runs = 0;
     const work = async () => {
       runs++;
-      await transaction(one, (trx) =>
+      await transaction(one, ctx, (trx) =>
         trx
           .insertInto("deferred_item")
           .values(runs === 1 ? [{ name: ctx.requestId }, { name: ctx.requestId }] : [{ name: ctx.requestId }])
@@ -434,7 +459,7 @@ describe("one key, concurrent calls", () => {
       const work = async () => {
         runs++;
         await new Promise((r) => setTimeout(r, 50));
-        await insertItemOn(many, `${ctx.requestId}-${runs}`);
+        await insertItemOn(many, ctx, `${ctx.requestId}-${runs}`);
         return `run ${runs}`;
       };
       const outcomes = await Promise.all(

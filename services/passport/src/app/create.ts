@@ -58,7 +58,7 @@ export async function createPassport(
   const event = domainEvent("passport.created", t, passportRelated(draft, null));
   const gtin = p.gtin;
   const created = gtin
-    ? await app.store.transaction(async (tx) => {
+    ? await app.store.transaction(t, async (tx) => {
         const inserted = await tx.createPassport(t, row, event);
         if (inserted) await claimLeadGtin(tx, t, gtin, id);
         return inserted;

@@ -45,7 +45,7 @@ export async function claimGtins(
 ): Promise<HeldClaim[]> {
   const t = requireTenant(ctx);
   const normalized = normalizeBatch(claims, "claims", true);
-  return app.store.transaction(async (tx) => {
+  return app.store.transaction(t, async (tx) => {
     const passportIds = [...new Set(normalized.map((c) => c.passport_id))];
     const found = await tx.existingIds(t, passportIds);
     const missing = passportIds.find((p) => !found.includes(p));

@@ -43,7 +43,7 @@ export async function transitionPassport(
   const t = requireTenant(ctx);
   const rule = TRANSITIONS[name];
   if (rule.api) throwIf(liveWriteRefusal(ctx));
-  const row = await app.store.transaction(async (tx) => {
+  const row = await app.store.transaction(t, async (tx) => {
     const current = await lockPassport(tx, t, id);
     checkVersion(current, expectedVersion);
     throwIf(transitionRefusal(name, current.status, id));
@@ -78,7 +78,7 @@ export async function publishPassport(
   const { id, expectedVersion } = input;
   const body = { variantReviewFingerprint: input.variantReviewFingerprint };
   const t = requireTenant(ctx);
-  const outcome = await app.store.transaction(async (tx) => {
+  const outcome = await app.store.transaction(t, async (tx) => {
     const current = await lockPassport(tx, t, id);
     checkVersion(current, expectedVersion);
     const blockers = await publishBlockers(app, tx, ctx, t, current, body, true);

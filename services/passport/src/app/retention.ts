@@ -17,7 +17,7 @@ export async function expireTestPassports(
 ): Promise<number> {
   let total = 0;
   for (;;) {
-    const n = await store.transaction(async (tx) => {
+    const n = await store.transaction(null, async (tx) => {
       const due = await tx.deleteTestPassportsPastRetention(TEST_RETENTION_DAYS, batchSize);
       for (const p of due) {
         const tenant = { organizationId: p.organization_id, livemode: false };

@@ -33,7 +33,7 @@ export async function updatePassport(
   const t = requireTenant(ctx);
   throwIf(liveWriteRefusal(ctx));
   try {
-    const { row, wrote } = await app.store.transaction(async (tx) => {
+    const { row, wrote } = await app.store.transaction(t, async (tx) => {
       const current = await lockPassport(tx, t, id);
       checkVersion(current, expectedVersion);
       throwIf(editRefusal(current.status, id));

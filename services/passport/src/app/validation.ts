@@ -42,7 +42,7 @@ export async function validatePassport(
 ): Promise<ValidationRecord> {
   const { id, dryRun } = input;
   const t = requireTenant(ctx);
-  return app.store.transaction(async (tx) => {
+  return app.store.transaction(t, async (tx) => {
     const row = await findPassport(tx, t, id);
     const blockers = await publishBlockers(app, tx, ctx, t, row, {}, false);
     const issues: ValidationIssue[] = [];

@@ -1,9 +1,9 @@
 import { sql, type Kysely } from "kysely";
-import { singleStatement, transaction } from "@dpp/kit";
+import { singleStatement, transaction, type CallScope, type TenantContext } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
 import { insertPassportWithEvent, PassportTx, type PendingEvent } from "./passport-tx";
-import type { NewPassportRow, PassportRow, Tenant } from "./types";
+import type { NewPassportRow, PassportRow } from "./types";
 
 /** The store on the pool: reads, single-statement writes, and transactions. */
 export class PassportStore extends PassportReads {
@@ -12,27 +12,31 @@ export class PassportStore extends PassportReads {
   }
 
   /**
-   * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Inside a call under
-   * an Idempotency-Key it is part of the call's transaction, which also records the result (kit).
+   * Runs fn in one transaction: committed when fn returns, rolled back when it throws. Opened for the context
+   * of a call under an Idempotency-Key, it is part of the call's transaction, which also records the result
+   * (kit); `null` outside any call (a job).
    */
-  transaction<T>(fn: (tx: PassportTx) => Promise<T>): Promise<T> {
-    return transaction(this.db, (trx) => fn(new PassportTx(trx)));
+  transaction<T>(call: CallScope, fn: (tx: PassportTx) => Promise<T>): Promise<T> {
+    return transaction(this.db, call, (trx) => fn(new PassportTx(trx)));
   }
 
   /**
    * A draft and its passport.created, written by one statement that is a transaction of its own (no begin, no
    * commit; inside an idempotent call, part of the call's transaction). See insertPassportWithEvent.
    */
-  createPassport(t: Tenant, p: NewPassportRow, event: PendingEvent): Promise<PassportRow | undefined> {
-    return singleStatement(this.db, (q) => insertPassportWithEvent(q, t, p, event));
+  createPassport(t: TenantContext, p: NewPassportRow, event: PendingEvent): Promise<PassportRow | undefined> {
+    return singleStatement(this.db, t, (q) => insertPassportWithEvent(q, t, p, event));
   }
 
   /**
    * Deletes the variant claims held by these (gtin, owner) pairs; returns the GTINs deleted. One statement (inside
    * an idempotent call, part of the call's transaction).
    */
-  async releaseVariantClaims(t: Tenant, releases: { gtin: string; owner_id: string }[]): Promise<string[]> {
-    const { rows } = await singleStatement(this.db, (q) =>
+  async releaseVariantClaims(
+    t: TenantContext,
+    releases: { gtin: string; owner_id: string }[],
+  ): Promise<string[]> {
+    const { rows } = await singleStatement(this.db, t, (q) =>
       sql<{ gtin: string }>`
       delete from gtin_claim c using unnest(${releases.map((r) => r.gtin)}::text[], ${releases.map((r) => r.owner_id)}::text[]) as r(gtin, owner_id)
       where c.organization_id = ${t.organizationId} and c.livemode = ${t.livemode} and c.role = 'variant'
