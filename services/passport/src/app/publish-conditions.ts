@@ -7,7 +7,7 @@ import { ApiError, validationFailed, type Issue } from "@dpp/contract";
 import { type RequestContext, type TenantContext } from "@dpp/kit";
 import type { PassportRow, PassportTx } from "../store";
 import { publishIssues, validatePassportData } from "../domain/validate";
-import { PUBLISH_SLOT_STATUSES, transitionRefusal } from "../domain/lifecycle";
+import { transitionRefusal } from "../domain/lifecycle";
 import { liveWriteRefusal } from "../domain/plan-rules";
 import { detectEnvironmentalClaims, findingMessage } from "../domain/environmental-claims";
 import type { PrePublishInput } from "../domain/prepublish";
@@ -80,8 +80,7 @@ export async function publishBlockers(
   }
   const limit = ctx.plan?.publishLimit;
   if (limit !== undefined && row.status === "draft") {
-    if (publishing) await tx.lockPublishSlots(t);
-    const used = await tx.countInStatuses(t, PUBLISH_SLOT_STATUSES);
+    const used = publishing ? await tx.lockPublishSlots(t) : await tx.publishSlotsUsed(t);
     if (used >= limit)
       out.push({
         error: new ApiError(

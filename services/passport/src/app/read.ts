@@ -3,7 +3,6 @@ import { encodeCursor, requireTenant, type RequestContext } from "@dpp/kit";
 import type { PassportRow } from "../store";
 import { PASSPORT_LIST, parseListQuery, type ListQueryInput } from "../domain/list-query";
 import { passportLinks, type Links } from "../domain/links";
-import { PUBLISH_SLOT_STATUSES } from "../domain/lifecycle";
 import type { PassportApp } from "./deps";
 import { findPassport } from "./passport-access";
 
@@ -59,5 +58,5 @@ export async function getPassportLinks(
 /** Publish slots used (passports published, deactivated or readonly), in the context's mode. */
 export async function getUsage(app: PassportApp, ctx: RequestContext): Promise<{ publishedCount: number }> {
   const t = requireTenant(ctx);
-  return { publishedCount: await app.store.countInStatuses(t, PUBLISH_SLOT_STATUSES) };
+  return { publishedCount: await app.store.publishSlotsUsed(t) };
 }

@@ -65,16 +65,18 @@ export class PassportReads {
     return rows.map((r) => r.id);
   }
 
-  /** How many of the tenant's passports are in one of these statuses (the publish slots used). */
-  async countInStatuses(t: Tenant, statuses: readonly string[]): Promise<number> {
+  /**
+   * Publish slots the tenant uses (passports published, deactivated or readonly), as the trigger of migration
+   * 0005 keeps them: one row read, however many passports the tenant has published.
+   */
+  async publishSlotsUsed(t: Tenant): Promise<number> {
     const row = await this.db
-      .selectFrom("passport")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .selectFrom("publish_slot_usage")
+      .select("used")
       .where("organization_id", "=", t.organizationId)
       .where("livemode", "=", t.livemode)
-      .where("status", "in", [...statuses])
       .executeTakeFirst();
-    return Number(row?.n ?? 0);
+    return row?.used ?? 0;
   }
 
   /** Who holds each of these GTINs in the tenant, with the holding passport's product_name. */

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import { type DomainEvent } from "@dpp/contract";
-import { isUniqueViolation, lockKey, outboxInsert, writeOutbox } from "@dpp/kit";
+import { isUniqueViolation, outboxInsert, writeOutbox } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import { PassportReads } from "./passport-reads";
 import {
@@ -27,11 +27,24 @@ export class PassportTx extends PassportReads {
     return this.byId(t, id).forUpdate().executeTakeFirst();
   }
 
-  /** Serialises the publishes of one tenant until the transaction ends (two cannot take the last slot). */
-  async lockPublishSlots(t: Tenant): Promise<void> {
-    await sql`select pg_advisory_xact_lock(${lockKey(`publish-slots:${t.organizationId}:${t.livemode}`)})`.execute(
-      this.trx,
-    );
+  /**
+   * The publish slots the tenant uses, its usage row locked until the transaction ends (made when missing), so
+   * that one tenant's publishes take slots one at a time and two cannot take the last one. The passport's own
+   * update then moves the number (the trigger of migration 0005) under the same lock.
+   */
+  async lockPublishSlots(t: Tenant): Promise<number> {
+    const row = await this.trx
+      .insertInto("publish_slot_usage")
+      .values({ organization_id: t.organizationId, livemode: t.livemode, used: 0 })
+      // A write of the row as it is: the row is locked, and its number answered.
+      .onConflict((oc) =>
+        oc
+          .columns(["organization_id", "livemode"])
+          .doUpdateSet({ used: (eb) => eb.ref("publish_slot_usage.used") }),
+      )
+      .returning("used")
+      .executeTakeFirstOrThrow();
+    return row.used;
   }
 
   /** See insertPassportWithEvent. */

@@ -56,11 +56,19 @@ export interface ValidationTable {
   checked_at: Generated<Date>;
 }
 
+/** Publish slots used per tenant, kept by a trigger on passport (migration 0005). */
+export interface PublishSlotUsageTable {
+  organization_id: string;
+  livemode: boolean;
+  used: number;
+}
+
 export interface PassportDB {
   passport: PassportTable;
   gtin_claim: GtinClaimTable;
   publish_approval: PublishApprovalTable;
   validation: ValidationTable;
+  publish_slot_usage: PublishSlotUsageTable;
   outbox: OutboxTable;
   idempotency: IdempotencyTable;
 }

@@ -6,6 +6,7 @@ import { sql } from "kysely";
 import { ApiError } from "@dpp/contract";
 import { type RequestContext } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
+import { PUBLISH_SLOT_STATUSES } from "../../src/domain/lifecycle";
 import {
   context,
   liveTenant,
@@ -331,6 +332,66 @@ describe("PublishPassport rules", () => {
     expect(await h.client.getUsage({}, { context: c })).toMatchObject({ publishedCount: 2 });
     await h.client.unpublishPassport({ id: a!.id }, { context: c });
     expect((await publish(t, d!.id, c)).passport!.status).toBe(Status.PUBLISHED);
+  });
+
+  it("takes the last publish slots once under concurrent publishes", async () => {
+    const t = testTenant();
+    const c = ctx(t, { plan: { ...PRO, publishLimit: 3 } });
+    const drafts = await Promise.all(
+      Array.from({ length: 8 }, () => h.create(t, { category: "textile", data: complete() })),
+    );
+    const outcomes = await Promise.all(
+      drafts.map((d) =>
+        publish(t, d.id, c).then(
+          () => "published",
+          (err: ApiError) => err.code,
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === "published")).toHaveLength(3);
+    expect(outcomes.filter((o) => o === "publish_limit_reached")).toHaveLength(5);
+    expect(await h.client.getUsage({}, { context: c })).toMatchObject({ publishedCount: 3 });
+  });
+
+  it("counts the publish slots used through every transition, per tenant, as the passports' statuses say", async () => {
+    const org = testTenant().organizationId;
+    const t = testTenant(org);
+    const live = liveTenant(org);
+    const c = ctx(t);
+    /** Slots by the usage call, and by counting the tenant's passports in PUBLISH_SLOT_STATUSES. */
+    const slots = async (tenant: Tenant) => {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from passport
+        where organization_id = ${tenant.organizationId} and livemode = ${tenant.livemode}
+          and status in (${sql.join([...PUBLISH_SLOT_STATUSES])})`.execute(h.sql);
+      const usage = await h.client.getUsage({}, { context: ctx(tenant) });
+      return [usage.publishedCount, rows[0]!.n];
+    };
+    const [a, b] = await Promise.all(
+      [1, 2].map(() => h.create(t, { category: "textile", data: complete() })),
+    );
+    const other = await h.create(live, { category: "textile", data: complete() });
+    expect(await slots(t)).toEqual([0, 0]);
+    await publish(t, a!.id, c);
+    await publish(t, b!.id, c);
+    await publish(live, other.id, ctx(live));
+    expect(await slots(t)).toEqual([2, 2]);
+    expect(await slots(live)).toEqual([1, 1]);
+    await h.client.deactivatePassport({ id: a!.id }, { context: c });
+    await h.client.lockPassport({ id: b!.id }, { context: c });
+    expect(await slots(t)).toEqual([2, 2]);
+    await h.client.unlockPassport({ id: b!.id }, { context: c });
+    await h.client.unpublishPassport({ id: b!.id }, { context: c });
+    expect(await slots(t)).toEqual([1, 1]);
+    await h.client.trashPassport({ id: b!.id }, { context: c });
+    await h.client.restorePassport({ id: b!.id }, { context: c });
+    await publish(t, b!.id, c);
+    expect(await slots(t)).toEqual([2, 2]);
+    // The test-mode retention deletes both: their slots are free again; the live tenant's stays.
+    await sql`update passport set updated_at = now() - interval '91 days'
+      where organization_id = ${org}`.execute(h.sql);
+    await h.service.extra.retention.runOnce();
+    expect(await slots(t)).toEqual([0, 0]);
+    expect(await slots(live)).toEqual([1, 1]);
   });
 
   it("refuses live writes on a trial or unpaid plan, and never in test mode", async () => {
