@@ -12,7 +12,7 @@ import { liveWriteRefusal } from "../domain/plan-rules";
 import type { PassportApp } from "./deps";
 import { claimLeadGtin } from "./gtin-claims";
 import { lockPassport, writeVersioned } from "./passport-access";
-import { publishBlockers, publishWarnings, type Warning } from "./publish-conditions";
+import { assertPublishSlotTaken, publishBlockers, publishWarnings, type Warning } from "./publish-conditions";
 import { checkVersion, passportReviewUrl, throwIf } from "./refusals";
 
 export type TransitionInput = {
@@ -103,6 +103,7 @@ export async function publishPassport(
       "passport.published",
       expectedVersion,
     );
+    await assertPublishSlotTaken(tx, ctx, t);
     return { kind: "published", row: updated } as const;
   });
   if (outcome.kind === "approval") {

@@ -31,7 +31,8 @@ export interface Warning {
 
 /**
  * The blockers of publishing `row` now, in the order publish reports them. When `publishing`, stops before the
- * checks owned by other services once one is found, and takes the tenant's publish-slot lock before counting.
+ * checks owned by other services once one is found. The publish slots are counted here for the validation
+ * record only: publish checks them once its own update took a slot (`assertPublishSlotTaken`).
  */
 export async function publishBlockers(
   app: PassportApp,
@@ -79,19 +80,33 @@ export async function publishBlockers(
     out.push({ error: refusal, pointer: first && "pointer" in first.source ? first.source.pointer : "" });
   }
   const limit = ctx.plan?.publishLimit;
-  if (limit !== undefined && row.status === "draft") {
-    const used = publishing ? await tx.lockPublishSlots(t) : await tx.publishSlotsUsed(t);
-    if (used >= limit)
-      out.push({
-        error: new ApiError(
-          "publish_limit_reached",
-          `All ${limit} publish slots of the ${ctx.plan?.planId} plan are used; unpublish a passport or change plan.`,
-          { limit, published_count: used, plan_id: ctx.plan?.planId ?? null },
-        ),
-        pointer: "",
-      });
+  // Publish checks the slots once its own update took one (assertPublishSlotTaken), the last of its refusals.
+  if (limit !== undefined && row.status === "draft" && !publishing) {
+    const used = await tx.publishSlotsUsed(t);
+    if (used >= limit) out.push({ error: publishLimitReached(ctx, limit, used), pointer: "" });
   }
   return out;
+}
+
+function publishLimitReached(ctx: RequestContext, limit: number, used: number): ApiError {
+  return new ApiError(
+    "publish_limit_reached",
+    `All ${limit} publish slots of the ${ctx.plan?.planId} plan are used; unpublish a passport or change plan.`,
+    { limit, published_count: used, plan_id: ctx.plan?.planId ?? null },
+  );
+}
+
+/**
+ * After publish's own update took a slot (the trigger of migration 0005 moved the tenant's number and holds its
+ * row until commit): refuses, rolling the publish back, when that slot was beyond the plan's limit. So a
+ * tenant's publishes wait for each other only from their update to their commit, and two cannot take the last
+ * slot (decision 0038).
+ */
+export async function assertPublishSlotTaken(tx: PassportTx, ctx: RequestContext, t: TenantContext) {
+  const limit = ctx.plan?.publishLimit;
+  if (limit === undefined) return;
+  const used = await tx.publishSlotsUsed(t);
+  if (used > limit) throw publishLimitReached(ctx, limit, used - 1);
 }
 
 /** Environmental claims found in the passport, as warnings with their documentation link. */

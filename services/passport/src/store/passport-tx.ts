@@ -27,26 +27,6 @@ export class PassportTx extends PassportReads {
     return this.byId(t, id).forUpdate().executeTakeFirst();
   }
 
-  /**
-   * The publish slots the tenant uses, its usage row locked until the transaction ends (made when missing), so
-   * that one tenant's publishes take slots one at a time and two cannot take the last one. The passport's own
-   * update then moves the number (the trigger of migration 0005) under the same lock.
-   */
-  async lockPublishSlots(t: Tenant): Promise<number> {
-    const row = await this.trx
-      .insertInto("publish_slot_usage")
-      .values({ organization_id: t.organizationId, livemode: t.livemode, used: 0 })
-      // A write of the row as it is: the row is locked, and its number answered.
-      .onConflict((oc) =>
-        oc
-          .columns(["organization_id", "livemode"])
-          .doUpdateSet({ used: (eb) => eb.ref("publish_slot_usage.used") }),
-      )
-      .returning("used")
-      .executeTakeFirstOrThrow();
-    return row.used;
-  }
-
   /** See insertPassportWithEvent. */
   createPassport(t: Tenant, p: NewPassportRow, event: PendingEvent): Promise<PassportRow | undefined> {
     return insertPassportWithEvent(this.trx, t, p, event);

@@ -193,10 +193,10 @@ describe("statements per call", () => {
       "begin",
       "select passport for update",
       "select gtin_claim",
-      "insert publish_slot_usage",
       "insert gtin_claim",
       "select gtin_claim",
       "update passport + event",
+      "select publish_slot_usage",
       "commit",
     ]);
   });
