@@ -38,12 +38,12 @@ export async function up(db: Kysely<any>): Promise<void> {
             org := new.organization_id; mode := new.livemode;
             delta := case when new.status in ('published', 'deactivated', 'readonly') then 1 else -1 end;
           end if;
-          -- A decrement updates: an insert's proposed row (used -1) would fail the check before its conflict.
-          if delta > 0 then
+          -- An update first: the row exists but for a tenant's first slot, and a waiting update is cheaper than
+          -- an upsert's speculative insert. A decrement never inserts (a proposed row of -1 fails the check).
+          update %1$I.publish_slot_usage set used = used + delta where organization_id = org and livemode = mode;
+          if not found and delta > 0 then
             insert into %1$I.publish_slot_usage as u (organization_id, livemode, used) values (org, mode, 1)
             on conflict (organization_id, livemode) do update set used = u.used + 1;
-          else
-            update %1$I.publish_slot_usage set used = used - 1 where organization_id = org and livemode = mode;
           end if;
           return null;
         end
