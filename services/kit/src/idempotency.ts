@@ -243,9 +243,13 @@ export async function transaction<DB, T>(
   call: CallScope,
   fn: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
+  return joinedOr(call, fn, () => db.transaction().execute(fn));
+}
+
+/** fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. */
+function joinedOr<Q, T>(call: CallScope, fn: (q: Q) => Promise<T>, alone: () => Promise<T>): Promise<T> {
   const outer = call ? ambients.get(call) : undefined;
-  if (!outer) return db.transaction().execute(fn);
-  return joined(outer, () => fn(outer.trx as Transaction<DB>));
+  return outer ? joined(outer, () => fn(outer.trx as Q)) : alone();
 }
 
 /**
@@ -260,9 +264,7 @@ export async function singleStatement<DB, T>(
   call: CallScope,
   fn: (db: Kysely<DB>) => Promise<T>,
 ): Promise<T> {
-  const outer = call ? ambients.get(call) : undefined;
-  if (!outer) return fn(db);
-  return joined(outer, () => fn(outer.trx as Transaction<DB>));
+  return joinedOr(call, fn, () => fn(db));
 }
 
 // --- one call under a key ------------------------------------------------------------------------------------
