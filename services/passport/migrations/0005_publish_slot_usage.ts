@@ -3,9 +3,10 @@ import { sql, type Kysely } from "kysely";
 /**
  * Publish slots used per tenant, kept by a trigger as passports enter and leave the statuses that hold a slot
  * (published, deactivated, readonly: PUBLISH_SLOT_STATUSES, written out here as they were when this migration
- * was made; a change to that list needs a migration that replaces the trigger's conditions). A publish locks
- * its tenant's row and reads the number instead of counting the tenant's published passports, which took time
- * in proportion to them (docs/decisions/0038-publish-slots-counted-by-a-trigger.md).
+ * was made; a change to that list needs a migration that replaces the trigger's conditions). A publish takes
+ * its slot with its own update (which locks the tenant's row) and reads the number after it, instead of counting
+ * the tenant's published passports, which took time in proportion to them
+ * (docs/decisions/0038-publish-slots-counted-by-a-trigger.md).
  *
  * The passport table is locked against writes while the trigger is created and the counts are taken, so no
  * status change of a running service falls between the two.
