@@ -9,11 +9,10 @@
  *
  * `PassportStore` runs reads and single-statement writes on the pool (through the kit's singleStatement, given the
  * call's context, so that inside an idempotent call they join the call's transaction). `transaction(ctx, fn)`
- * gives fn a `PassportTx` bound to
- * one transaction: the same reads, plus row and advisory locks, the writes and `appendEvent` (the outbox row,
- * through the kit's writeOutbox). Whatever fn throws rolls the whole transaction back. A write that causes an
- * event records it in its own statement where it can (`createPassport`, `updateVersioned`: the kit's
- * outboxInsert), one round trip fewer.
+ * gives fn a `PassportTx` bound to one transaction: the same reads, plus row locks, the writes and `appendEvent`
+ * (the outbox row, through the kit's writeOutbox). Whatever fn throws rolls the whole transaction back. A write
+ * that causes an event records it in its own statement where it can (`createPassport`, `updateVersioned`: the
+ * kit's outboxInsert), one round trip fewer.
  */
 export { PassportStore } from "./passport-store";
 export { PassportReads } from "./passport-reads";
