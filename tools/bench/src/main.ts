@@ -128,7 +128,7 @@ function cleanup(): Promise<void> {
     await stopProcess(running.refService);
     await running.stack?.stop().catch((e: unknown) => log(`stopping the stack: ${String(e)}`));
     await running.pg?.stop().catch((e: unknown) => log(`stopping Postgres: ${String(e)}`));
-    fs.rmSync(RUN_DIR, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP) fs.rmSync(RUN_DIR, { recursive: true, force: true });
   })();
   return cleaning;
 }
