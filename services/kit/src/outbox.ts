@@ -9,15 +9,18 @@
  * before commit and transactions commit out of order, so such a cursor would
  * skip late commits. It reads every row still unsent, in commit order (`ord`, below).
  *
- * Per-organization commit order: every outbox row gets its order number (`ord`) while its transaction
- * commits, from a deferred constraint trigger (`outbox_commit_order`) that takes a transaction-scoped
- * advisory lock on (schema, organization), draws the number, and holds the lock through the commit. So one
- * organization's order numbers are in the order its transactions committed, and when the relay sees a row of
- * an organization, it also sees every row of that organization with a lower number. The lock is held only
- * while the transaction commits, never across a round trip to the writer (decision 0035): a writer's
- * statements, and the rest of its transaction, never wait for another writer of the organization. Different
- * organizations never wait on each other (a hash collision only adds waiting). A transaction that writes
- * events of two organizations takes both locks at commit, in the order of its rows.
+ * Per-organization commit order (decision 0039, amending 0035): every outbox row gets its order number (`ord`)
+ * while its transaction commits, from a deferred constraint trigger (`outbox_commit_order`) that first takes a
+ * transaction-scoped advisory lock on (schema, organization) in SHARE mode, then draws the number; the lock is
+ * held through the commit. Writers never wait for each other (shared locks do not conflict), so one
+ * organization's commits flush together. What keeps the order is the relay's read: before a batch it reads the
+ * last number drawn, then takes and at once releases each candidate organization's lock in EXCLUSIVE mode
+ * (`outbox_settled`), which waits for every commit of that organization that drew a number up to then: after
+ * it, each of those rows is committed or gone, and the batch takes only rows up to that number of those
+ * organizations. So the relay sees an organization's rows only as a prefix of their numbers, and one that
+ * committed after another that it depends on (it read what the other wrote) has the higher number. No lock is
+ * ever held across a round trip to a writer; a transaction that writes events of several organizations takes
+ * their shared locks, which never deadlock with each other or with the relay (which waits holding nothing).
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
@@ -85,15 +88,57 @@ async function addCommitOrder(db: Kysely<any>): Promise<void> {
   );
   await sql`drop index if exists outbox_unsent_ord_idx`.execute(db);
   await sql`drop index if exists outbox_unsent_idx`.execute(db);
-  // The function names the schema it serves (no search_path lookup at commit); its lock key is
-  // 'outbox:<schema>:<organization>', the one writers took before the order was drawn at commit.
+  await createCommitOrderFunctions(db);
+}
+
+/**
+ * The commit-order trigger's function and the relay's barrier (see the header), in the current schema, which they
+ * name (no search_path lookup when they run). The trigger's lock key is 'outbox-commit:<schema>:<organization>'
+ * in share mode. `outbox_settled(timeout_ms, batch)` answers the last number drawn and the organizations, among
+ * the first `batch` unsent rows up to it, whose commits that drew a number up to it have all ended; an
+ * organization whose lock it could not take within the timeout (a commit still running its deferred work) is
+ * left out of this batch. The sequence must keep CACHE 1 (its default): a value a backend cached could be drawn
+ * after a higher one was read as the last. Idempotent (create or replace).
+ */
+async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
   await sql`
     do $do$ begin execute format($f$
       create or replace function %1$I.outbox_commit_order() returns trigger language plpgsql as $body$
       begin
-        perform pg_advisory_xact_lock(hashtextextended('outbox:' || %2$L || ':' || new.organization_id, 0));
+        perform pg_advisory_xact_lock_shared(hashtextextended('outbox-commit:' || %2$L || ':' || new.organization_id, 0));
         update %1$I.outbox set ord = nextval(%3$L) where id = new.id;
         return null;
+      end $body$;
+      create or replace function %1$I.outbox_settled(p_timeout_ms int, p_batch int)
+      returns table (settled_ord bigint, organizations text[]) language plpgsql as $body$
+      declare
+        h bigint;
+        k bigint;
+        org text;
+        got boolean;
+        orgs text[] := '{}';
+      begin
+        select case when s.is_called then s.last_value else s.last_value - 1 end into h from %1$I.outbox_ord_seq s;
+        for org in
+          select distinct c.organization_id from (
+            select o.organization_id from %1$I.outbox o
+            where o.sent_at is null and o.ord is not null and o.ord <= h
+            order by o.ord limit p_batch) c
+        loop
+          k := hashtextextended('outbox-commit:' || %2$L || ':' || org, 0);
+          begin
+            perform set_config('lock_timeout', p_timeout_ms || 'ms', true);
+            perform pg_advisory_lock(k);
+            got := true;
+          exception when lock_not_available then
+            got := false;
+          end;
+          if got then
+            perform pg_advisory_unlock(k);
+            orgs := orgs || org;
+          end if;
+        end loop;
+        return query select h, orgs;
       end $body$$f$, current_schema(), current_schema(), current_schema() || '.outbox_ord_seq');
     end $do$`.execute(db);
   await sql`drop trigger if exists outbox_commit_order on outbox`.execute(db);
@@ -116,6 +161,7 @@ export const outboxMigrations: Record<string, Migration> = {
     },
   },
   "0002_commit_order": { up: addCommitOrder },
+  "0003_shared_commit_lock": { up: createCommitOrderFunctions },
 };
 
 /** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
@@ -181,6 +227,12 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Sent rows are deleted after this many hours (default 168 = 7 days). */
   retentionHours?: number;
+  /**
+   * How long a batch waits for an organization's running commits to end before leaving that organization's rows
+   * to a later pass (default SETTLE_TIMEOUT_MS_DEFAULT). New commits of that organization wait behind the relay
+   * meanwhile, so it stays short: a commit normally ends within its WAL flush.
+   */
+  settleTimeoutMs?: number;
   /** Backoff after a failed pass: first delay (default intervalMs) and cap (default 30 s). */
   backoffMinMs?: number;
   backoffMaxMs?: number;
@@ -194,6 +246,35 @@ export const OUTBOX_RETENTION_HOURS = 168;
  * them, and the delay it adds to an event's way to the feed stays a small part of a 100 ms budget.
  */
 export const RELAY_DEBOUNCE_MS_DEFAULT = 10;
+
+/** The relay's default wait for an organization's running commits (`settleTimeoutMs`). */
+export const SETTLE_TIMEOUT_MS_DEFAULT = 20;
+
+/**
+ * What the relay may take next (see the header): unsent rows numbered up to `ord`, of `organizations` only, whose
+ * commits that drew such a number have all ended.
+ */
+export interface SettledRows {
+  ord: number;
+  organizations: string[];
+}
+
+/**
+ * The barrier before a relay batch (`outbox_settled`, see the header), for the first `batch` unsent rows: reads the
+ * last number drawn, then waits for each of their organizations' running commits to end, at most `timeoutMs`
+ * each (an organization it could not wait for is left out). Its own statement, so that the batch that follows
+ * reads on a snapshot taken after every such commit ended.
+ */
+export async function outboxSettled(
+  db: Kysely<any>,
+  batch: number,
+  timeoutMs = SETTLE_TIMEOUT_MS_DEFAULT,
+): Promise<SettledRows> {
+  const { rows } = await sql<{ settled_ord: string | number; organizations: string[] }>`
+    select settled_ord, organizations from outbox_settled(${timeoutMs}::int, ${batch}::int)`.execute(db);
+  const row = rows[0];
+  return { ord: Number(row?.settled_ord ?? 0), organizations: row?.organizations ?? [] };
+}
 
 type PendingRow = {
   id: number;
@@ -288,7 +369,8 @@ export class OutboxRelay {
   }
 
   /**
-   * One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock.
+   * One pass now: relays until no unsent row is left; 0 when another relay of this schema holds the lock. Each
+   * batch is two statements: the barrier (`outboxSettled`), then the batch itself on a fresh snapshot.
    *
    * A batch's statement may have a snapshot taken before the previous holder of the lock (another replica)
    * committed: the rows it sees unsent may have been sent meanwhile (the update's re-check of `sent_at is null`
@@ -307,8 +389,13 @@ export class OutboxRelay {
     let lookedAgain = false;
     for (;;) {
       const woken = this.woken;
+      const settled = await outboxSettled(this.db, batch, this.o.settleTimeoutMs);
       const outcome =
-        moveTo && publishingUntraced() ? await this.moveBatch(moveTo, batch) : await this.relayBatch(batch);
+        settled.organizations.length === 0
+          ? { sent: 0, candidates: 0 }
+          : moveTo && publishingUntraced()
+            ? await this.moveBatch(moveTo, batch, settled)
+            : await this.relayBatch(batch, settled);
       if (outcome === undefined) break;
       this.covered = woken;
       total += outcome.sent;
@@ -327,7 +414,8 @@ export class OutboxRelay {
    * The unsent rows a batch takes, once the relay's lock is held: the oldest, at most `batch`. The lock is
    * tried in a CTE the candidates read, so no row is taken without it. Order is safe even though the
    * statement's snapshot may predate the previous holder's commit: rows it marked fail the update's own
-   * `sent_at is null` re-check, and an organization's order numbers are its commit order (header). The update
+   * `sent_at is null` re-check, and only rows the barrier settled are taken (`settled`: numbered up to its number,
+   * of the organizations whose commits it waited for; see the header). The update
    * that follows takes the candidates as an array (`id = any (array(...))`): an index lookup of those ids whatever
    * the statistics, never a scan of every entry of the relay's index (which keeps the entries of rows sent since
    * the last vacuum). The candidates come from that index (outbox_relay_idx), read in order: `ord is not null`
@@ -335,12 +423,13 @@ export class OutboxRelay {
    * from the planner, which then reads the index in order and stops instead of sorting every unsent row
    * (as the feed and the lists do, whatever the statistics).
    */
-  private lockAndCandidates(batch: number) {
+  private lockAndCandidates(batch: number, settled: SettledRows) {
     return sql`
       relay_lock as (select pg_try_advisory_xact_lock(${lockKey(this.lockName)}) as locked),
       candidate as (
         select id from outbox
-        where sent_at is null and ord is not null and (select locked from relay_lock)
+        where sent_at is null and ord is not null and ord <= ${settled.ord}
+          and organization_id = any (${settled.organizations}::text[]) and (select locked from relay_lock)
         order by ord limit (select ${batch}::int))`;
   }
 
@@ -349,10 +438,14 @@ export class OutboxRelay {
    * sent and inserted into the bus in commit order (bus ids drawn under the topic's lock, as publish does), the
    * subscribers notified at commit. undefined: another relay holds the lock.
    */
-  private async moveBatch(bus: PgBus, batch: number): Promise<BatchOutcome | undefined> {
+  private async moveBatch(
+    bus: PgBus,
+    batch: number,
+    settled: SettledRows,
+  ): Promise<BatchOutcome | undefined> {
     const { rows } = await bus.published(() =>
       sql<{ locked: boolean; candidates: number; sent: number }>`
-        with ${this.lockAndCandidates(batch)},
+        with ${this.lockAndCandidates(batch, settled)},
         moved as (
           update outbox set sent_at = now()
           where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null
@@ -390,13 +483,13 @@ export class OutboxRelay {
    * Each event is published in its own span, a child of the trace that wrote it,
    * whose context travels in the message headers.
    */
-  private async relayBatch(batch: number): Promise<BatchOutcome | undefined> {
+  private async relayBatch(batch: number, settled: SettledRows): Promise<BatchOutcome | undefined> {
     const topic = this.topic;
     return this.db.transaction().execute(async (trx) => {
       const { rows } = await sql<
         (PendingRow | { [K in keyof PendingRow]: null }) & { locked: boolean; candidates: number }
       >`
-        with ${this.lockAndCandidates(batch)},
+        with ${this.lockAndCandidates(batch, settled)},
         marked as (
           update outbox set sent_at = now()
           where outbox.id = any (array(select id from candidate)) and outbox.sent_at is null

@@ -63,6 +63,7 @@ async function statementsOf(app: string, fn: () => Promise<unknown>): Promise<st
 function kind(text: string): string {
   const s = text.toLowerCase().replace(/"/g, "");
   if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
+  if (s.includes("outbox_settled(")) return "barrier";
   if (s.includes("update outbox") && s.includes("insert into bus")) return "move to bus";
   if (s.includes("update outbox")) return "mark sent";
   if (s.includes("for update skip locked") && s.includes("bus")) return "read batch";
@@ -132,7 +133,7 @@ async function unsent(schema: string): Promise<number> {
 }
 
 describe("the outbox relay on a bus in its own database", () => {
-  it("moves a batch to the bus in one statement: marked sent, on the bus in id order, subscribers woken", async () => {
+  it("moves a batch to the bus in one statement after the barrier: marked sent, on the bus in id order, subscribers woken", async () => {
     const { schema, app, db, bus } = await service("move");
     const topic = uniq("move");
     const r = await relay(db, bus, schema, { topic });
@@ -147,26 +148,32 @@ describe("the outbox relay on a bus in its own database", () => {
     await listener.query("listen dpp_bus");
 
     let moved = 0;
-    expect(await statementsOf(app, async () => void (moved = await r.drain()))).toEqual(["move to bus"]);
+    expect(await statementsOf(app, async () => void (moved = await r.drain()))).toEqual([
+      "barrier",
+      "move to bus",
+    ]);
     expect(moved).toBe(3);
     expect(await unsent(schema)).toBe(0);
     expect(await onBus(topic)).toEqual(events.map((e) => ({ key: e.organization_id, event: e })));
     await eventually(async () => (woken.includes(topic) ? true : undefined));
     expect(bus.status().publish.failing).toBe(false);
 
-    // Nothing waiting: one statement, which finds nothing and wakes no one.
+    // Nothing waiting: the barrier alone, which finds nothing, and no one woken.
     const before = woken.length;
-    expect(await statementsOf(app, async () => void (moved = await r.drain()))).toEqual(["move to bus"]);
+    expect(await statementsOf(app, async () => void (moved = await r.drain()))).toEqual(["barrier"]);
     expect(moved).toBe(0);
     await new Promise((done) => setTimeout(done, 100));
     expect(woken).toHaveLength(before);
 
-    // Batches of 2 for 5 rows: three statements, the last one short, and no further look.
+    // Batches of 2 for 5 rows: three batches, the last one short, and no further look.
     const more = Array.from({ length: 5 }, () => event("org_c"));
     await writeCommitted(db, ...more);
     expect(await statementsOf(app, async () => void (moved = await small.drain()))).toEqual([
+      "barrier",
       "move to bus",
+      "barrier",
       "move to bus",
+      "barrier",
       "move to bus",
     ]);
     expect(moved).toBe(5);
@@ -256,7 +263,7 @@ describe("the outbox relay on a bus in its own database", () => {
     const r = await relay(db, bus, schema, { topic });
     try {
       await writeCommitted(db, event("org_traced"));
-      expect(await statementsOf(app, () => r.drain())).toEqual(["begin", "mark sent", "commit"]);
+      expect(await statementsOf(app, () => r.drain())).toEqual(["barrier", "begin", "mark sent", "commit"]);
       const { rows } = await admin.query<{ headers: Record<string, string> }>(
         "select headers from bus.message where topic = $1",
         [topic],
@@ -273,7 +280,7 @@ describe("the outbox relay on a bus in its own database", () => {
     }
     // Tracing off again: moved in one statement.
     await writeCommitted(db, event("org_traced"));
-    expect(await statementsOf(app, () => r.drain())).toEqual(["move to bus"]);
+    expect(await statementsOf(app, () => r.drain())).toEqual(["barrier", "move to bus"]);
     expect(await onBus(topic)).toHaveLength(2);
   });
 });

@@ -12,6 +12,7 @@ import {
   createOutboxTable,
   migrateOutbox,
   outboxInsert,
+  outboxSettled,
   writeOutbox,
   type WithOutbox,
 } from "../../src/outbox";
@@ -299,19 +300,22 @@ describe("outbox", () => {
     expect(await onBus([first.id, second.id])).toEqual([second.id, first.id]);
   });
 
-  it("lets a reader see one organization's rows only as a prefix of their commit order, under concurrent writers", async () => {
+  it("lets the relay's read see one organization's rows only as a prefix of their numbers, under concurrent writers", async () => {
     const { db, schema } = await scratch("orgconc");
     const org = "org_conc";
-    // What a reader (the relay) saw of the organization, snapshot after snapshot, while 8 writers commit
-    // 10 transactions each with random delays around the write.
+    // What a reader that reads as the relay does (the barrier, then a read of what it settled) saw of the
+    // organization, read after read, while 8 writers commit 10 transactions each with random delays around
+    // the write. A plain read of the table may see a higher number before a lower one whose commit is still
+    // ending: the barrier is what keeps the relay from it.
     const snapshots: number[][] = [];
     let writing = true;
     const reader = (async () => {
       while (writing) {
-        const { rows } = await admin.query<{ ord: string }>(
-          `select ord from ${schema}.outbox where organization_id = $1 order by ord`,
-          [org],
-        );
+        const settled = await outboxSettled(db, 1000);
+        const { rows } = await sql<{ ord: string }>`
+          select ord from outbox where organization_id = ${org} and ord <= ${settled.ord}
+            and organization_id = any (${settled.organizations}::text[])
+          order by ord`.execute(db);
         snapshots.push(rows.map((r) => Number(r.ord)));
       }
     })();
@@ -331,7 +335,7 @@ describe("outbox", () => {
     const rows = (await outboxRows(schema)).sort((a, b) => a.ord - b.ord);
     expect(rows).toHaveLength(80);
     const all = rows.map((r) => r.ord);
-    expect(snapshots.length).toBeGreaterThan(5);
+    expect(snapshots.filter((seen) => seen.length > 0 && seen.length < 80).length).toBeGreaterThan(5);
     // Never a row with a higher number before every lower one committed.
     for (const seen of snapshots) expect(seen).toEqual(all.slice(0, seen.length));
     // The writers' ids were drawn in another order than they committed in (the delays see to it).
@@ -340,6 +344,39 @@ describe("outbox", () => {
     expect(await r.drain()).toBe(80);
     const ids = rows.map((row) => row.event_id);
     expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("holds an organization's later rows back while one of its commits is still ending; other organizations go on", async () => {
+    const { db, schema } = await scratch("slowcommit");
+    // A commit that takes 600 ms after its number is drawn: a second deferred trigger, fired after the
+    // commit-order trigger (triggers of one event fire in name order), sleeps for the first row of org_slow.
+    await admin.query(`
+      create function ${schema}.slow_commit() returns trigger language plpgsql as $$
+      begin
+        if new.organization_id = 'org_slow' and new.type = 'slow.commit' then perform pg_sleep(0.6); end if;
+        return null;
+      end $$;
+      create constraint trigger outbox_zz_slow after insert on ${schema}.outbox
+        deferrable initially deferred for each row execute function ${schema}.slow_commit()`);
+    const slow = event("org_slow", "slow.commit");
+    const after = event("org_slow");
+    const other = event("org_other");
+    const slowCommit = writeCommitted(db, slow);
+    await eventually(async () => {
+      const { rows } = await admin.query(
+        "select 1 from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    // Numbered after the slow row, committed before it ends.
+    await writeCommitted(db, after);
+    await writeCommitted(db, other);
+    const r = relay(db, schema, realBus, { settleTimeoutMs: 50 });
+    expect(await r.drain()).toBe(1);
+    expect(await onBus([slow.id, after.id, other.id])).toEqual([other.id]);
+    await slowCommit;
+    expect(await r.drain()).toBe(2);
+    expect(await onBus([slow.id, after.id, other.id])).toEqual([other.id, slow.id, after.id]);
   });
 
   it("upgrades an outbox made before commit-order numbers: unsent rows keep their order, ahead of new ones", async () => {
@@ -370,6 +407,36 @@ describe("outbox", () => {
     expect(await relay(db, schema).drain()).toBe(3);
     const ids = [...old, later].map((e) => e.id);
     expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("upgrades an outbox whose numbers were drawn under an exclusive lock: writers share the lock, the relay waits at its barrier", async () => {
+    const { db, schema } = await scratch("upshared");
+    await migrateOutbox(tdb.url, schema);
+    // Back to the shape of the previous kit (decision 0035): the organization's lock taken exclusively at commit,
+    // no barrier function, the migration not recorded.
+    await admin.query(`
+      create or replace function ${schema}.outbox_commit_order() returns trigger language plpgsql as $$
+      begin
+        perform pg_advisory_xact_lock(hashtextextended('outbox:' || '${schema}' || ':' || new.organization_id, 0));
+        update ${schema}.outbox set ord = nextval('${schema}.outbox_ord_seq') where id = new.id;
+        return null;
+      end $$;
+      drop function ${schema}.outbox_settled(int, int);
+      delete from ${schema}.kit_outbox_migration where name = '0003_shared_commit_lock'`);
+    const before = event("org_upshared");
+    await writeCommitted(db, before);
+    await expect(outboxSettled(db, 10)).rejects.toThrow(/outbox_settled/);
+
+    await migrateOutbox(tdb.url, schema);
+    const { rows } = await admin.query<{ def: string }>(
+      `select pg_get_functiondef('${schema}.outbox_commit_order'::regproc) as def`,
+    );
+    expect(rows[0]!.def).toContain("pg_advisory_xact_lock_shared");
+    const after = event("org_upshared");
+    await writeCommitted(db, after);
+    expect(await outboxSettled(db, 10)).toEqual({ ord: expect.any(Number), organizations: ["org_upshared"] });
+    expect(await relay(db, schema).drain()).toBe(2);
+    expect(await onBus([before.id, after.id])).toEqual([before.id, after.id]);
   });
 
   it("keeps accepting writes while the bus is down, backs off, and delivers everything in order afterwards", async () => {
