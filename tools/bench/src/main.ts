@@ -356,7 +356,10 @@ async function main() {
   log("starting an embedded Postgres (throwaway, in .dpp/bench/)...");
   // --profile: Postgres counts time per statement too (pg_stat_statements, planning included), for the
   // profiled rounds; loaded for the whole run, so both sides of every measured round pay its small cost.
-  running.pg = await startEmbeddedPostgres(RUN_DIR, opts.profile ? PG_STATEMENT_SETTINGS : {});
+  running.pg = await startEmbeddedPostgres(RUN_DIR, {
+    ...BENCH_PG_SETTINGS,
+    ...(opts.profile ? PG_STATEMENT_SETTINGS : {}),
+  });
   const databaseUrl = running.pg.url;
   postmasterPid = Number(
     fs.readFileSync(path.join(RUN_DIR, "pgdata", "postmaster.pid"), "utf8").split("\n")[0],
@@ -740,6 +743,13 @@ async function profileRounds(
 }
 
 /** Settings that make Postgres count planning and execution time per statement (--profile). */
+/**
+ * Both stacks with full pools (three services of the production pool size, 10 each, and their bus listeners;
+ * the reference's 10; the runner's own) need more than the local stack's 40 connections: past it, a pool that
+ * grows when a case starts is refused ("too many clients") and its requests fail.
+ */
+const BENCH_PG_SETTINGS = { max_connections: "100" };
+
 const PG_STATEMENT_SETTINGS = {
   shared_preload_libraries: "pg_stat_statements",
   "pg_stat_statements.track": "all",
