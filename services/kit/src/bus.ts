@@ -12,7 +12,7 @@ import { metrics, type ObservableCallback, type ObservableGauge } from "@opentel
 import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
 import { createDb, lockKey, migrateDatabase } from "./db";
 import type { Logger } from "./logger";
-import { startLeaderJob, type LeaderJob } from "./jobs";
+import { backoffMs, startLeaderJob, type LeaderJob } from "./jobs";
 
 export interface BusMessage {
   key: string;
@@ -421,8 +421,14 @@ export class PgBus implements Bus {
   }
 }
 
+/** Backoff of a subscription's LISTEN connection after it ended: first delay and cap. */
+const RELISTEN_MIN_MS = 250;
+const RELISTEN_MAX_MS = 30_000;
+
 class PgSubscription {
   private listener?: pg.Client;
+  private relistenTimer?: NodeJS.Timeout;
+  private relistenFailures = 0;
   private job?: LeaderJob;
   private stopped = false;
   private offsetRowExists = false;
@@ -440,21 +446,7 @@ class PgSubscription {
   }
 
   async start(): Promise<void> {
-    const listener = new pg.Client({
-      connectionString: this.o.url,
-      application_name: `bus-listen-${this.s.group}`,
-    });
-    listener.on("error", (err: Error) =>
-      this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
-    );
-    listener.on("notification", (n) => {
-      if (n.payload !== this.s.topic) return;
-      this.notified++;
-      this.job?.wake();
-    });
-    await listener.connect();
-    await listener.query(`listen ${NOTIFY_CHANNEL}`);
-    this.listener = listener;
+    await this.listen();
     // Listening: the subscription runs (a replica whose group another holds waits its turn, running).
     this.tracker.set(this, "running");
     // Polling runs under the job runner, woken by NOTIFY and every poll interval, backing off while the
@@ -479,6 +471,72 @@ class PgSubscription {
       },
       backoffMaxMs: 5_000,
     });
+  }
+
+  /**
+   * Opens the LISTEN connection. When it ends while the subscription runs (a restarted or failed-over server, a
+   * terminated backend), `relisten` opens another, retrying with backoff; polling delivers meanwhile.
+   */
+  private async listen(): Promise<void> {
+    const listener = new pg.Client({
+      connectionString: this.o.url,
+      application_name: `bus-listen-${this.s.group}`,
+    });
+    listener.on("error", (err: Error) =>
+      this.o.log.warn({ err: { message: err.message } }, "bus listener error; polling continues"),
+    );
+    listener.on("notification", (n) => {
+      if (n.payload !== this.s.topic) return;
+      this.notified++;
+      this.job?.wake();
+    });
+    listener.on("end", () => {
+      if (this.listener !== listener) return;
+      this.listener = undefined;
+      this.relisten();
+    });
+    try {
+      await listener.connect();
+      await listener.query(`listen ${NOTIFY_CHANNEL}`);
+    } catch (err) {
+      await listener.end().catch(() => undefined);
+      throw err;
+    }
+    this.listener = listener;
+  }
+
+  /** Another LISTEN connection after the last one ended: after a backoff, then a pass for what was missed. */
+  private relisten(): void {
+    if (this.stopped || this.relistenTimer) return;
+    const delay = backoffMs(this.relistenFailures, RELISTEN_MIN_MS, RELISTEN_MAX_MS);
+    this.relistenTimer = setTimeout(() => {
+      this.relistenTimer = undefined;
+      if (this.stopped) return;
+      this.listen().then(
+        () => {
+          if (this.stopped) return void this.listener?.end().catch(() => undefined);
+          this.o.log.info(
+            { group: this.s.group, failures: this.relistenFailures },
+            "bus listener reconnected",
+          );
+          this.relistenFailures = 0;
+          this.job?.wake();
+        },
+        (err: unknown) => {
+          this.relistenFailures++;
+          this.o.log.warn(
+            {
+              group: this.s.group,
+              failures: this.relistenFailures,
+              err: { message: String((err as Error)?.message ?? err) },
+            },
+            "bus listener could not reconnect; polling continues",
+          );
+          this.relisten();
+        },
+      );
+    }, delay);
+    this.relistenTimer.unref();
   }
 
   private async drain(): Promise<number> {
@@ -564,6 +622,7 @@ class PgSubscription {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.relistenTimer) clearTimeout(this.relistenTimer);
     await this.job?.stop();
     await this.listener?.end().catch(() => undefined);
     this.tracker.set(this, "stopped");

@@ -169,6 +169,33 @@ describe("PgBus", () => {
     }
   });
 
+  it("listens again when its LISTEN connection ends, so a message wakes it without waiting for a poll", async () => {
+    // Polling once a minute: within the test's waits, only a NOTIFY delivers.
+    const b = bus({ pollIntervalMs: 60_000 });
+    const topic = uniq("relisten");
+    const group = uniq("g-relisten");
+    const { got } = await collect(b, topic, group);
+    const listeners = async () =>
+      (
+        await admin.query<{ pid: number }>("select pid from pg_stat_activity where application_name = $1", [
+          `bus-listen-${group}`,
+        ])
+      ).rows.map((r) => r.pid);
+    await eventually(async () => ((await listeners()).length === 1 ? true : undefined));
+    await b.publish(topic, msgs("before", 1, 1));
+    await waitFor(got, 1, 5_000);
+
+    const [old] = await listeners();
+    await admin.query("select pg_terminate_backend($1)", [old]);
+    await eventually(async () => {
+      const now = await listeners();
+      return now.length === 1 && now[0] !== old ? true : undefined;
+    });
+    await b.publish(topic, msgs("after", 1, 1));
+    await waitFor(got, 2, 5_000);
+    expect(got.map((m) => m.value)).toEqual(["before-1", "after-1"]);
+  });
+
   it("prune() deletes only messages every group has read and older than the retention", async () => {
     const keeper = bus({ retentionHours: 0 });
     await keeper.prune(); // clear what earlier tests left read
