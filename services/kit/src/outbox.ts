@@ -115,7 +115,6 @@ async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
         h bigint;
         k bigint;
         org text;
-        got boolean;
         orgs text[] := '{}';
       begin
         select case when s.is_called then s.last_value else s.last_value - 1 end into h from %1$I.outbox_ord_seq s;
@@ -126,17 +125,15 @@ async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
             order by o.ord limit p_batch) c
         loop
           k := hashtextextended('outbox-commit:' || %2$L || ':' || org, 0);
+          -- The timeout is set in the block: a timed-out block's rollback also undoes its setting.
           begin
             perform set_config('lock_timeout', p_timeout_ms || 'ms', true);
             perform pg_advisory_lock(k);
-            got := true;
-          exception when lock_not_available then
-            got := false;
-          end;
-          if got then
             perform pg_advisory_unlock(k);
             orgs := orgs || org;
-          end if;
+          exception when lock_not_available then
+            null;
+          end;
         end loop;
         return query select h, orgs;
       end $body$$f$, current_schema(), current_schema(), current_schema() || '.outbox_ord_seq');

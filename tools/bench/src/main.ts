@@ -742,7 +742,6 @@ async function profileRounds(
   console.log(out.join("\n"));
 }
 
-/** Settings that make Postgres count planning and execution time per statement (--profile). */
 /**
  * Both stacks with full pools (three services of the production pool size, 10 each, and their bus listeners;
  * the reference's 10; the runner's own) need more than the local stack's 40 connections: past it, a pool that
@@ -750,6 +749,7 @@ async function profileRounds(
  */
 const BENCH_PG_SETTINGS = { max_connections: "100" };
 
+/** Settings that make Postgres count planning and execution time per statement (--profile). */
 const PG_STATEMENT_SETTINGS = {
   shared_preload_libraries: "pg_stat_statements",
   "pg_stat_statements.track": "all",
