@@ -2,6 +2,7 @@
  * Black-box harness: a fresh database, the whole stack as separate processes,
  * and an HTTP client that speaks to the gateway as an integrator would.
  */
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createDb } from "@dpp/kit";
@@ -41,6 +42,11 @@ export interface Harness {
   sdk(apiKey: string, options?: Partial<DppOptions>): Dpp;
   /** A fresh organization with a test key and a live key holding every scope. */
   tenant(name?: string, plan?: string): Promise<Tenant>;
+  /**
+   * Fails unless `res` has `status`, with what a maintainer needs to find the cause of an unexpected answer: its
+   * body and every line of the stack's service logs that names its request id.
+   */
+  expectStatus(res: ApiResponse, status: number): void;
   close(): Promise<void>;
 }
 
@@ -154,6 +160,16 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
     };
   };
 
+  const expectStatus = (res: ApiResponse, status: number) => {
+    if (res.status === status) return;
+    const requestId = res.headers.get("request-id");
+    const lines = requestId ? logLinesNaming(logDir, requestId) : [];
+    throw new Error(
+      `expected ${status}, got ${res.status} ${res.text}\n` +
+        (lines.length > 0 ? `log lines of ${requestId}:\n${lines.join("\n")}` : `no log line names ${requestId}`),
+    );
+  };
+
   return {
     stack,
     db,
@@ -162,12 +178,22 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
     request,
     sdk,
     tenant,
+    expectStatus,
     close: async () => {
       await stack.stop();
       await gatewayDb.destroy();
       await db.drop();
     },
   };
+}
+
+/** The lines of the service logs in `logDir` (one file per service) that contain `text`, each with its file's name. */
+function logLinesNaming(logDir: string, text: string): string[] {
+  const out: string[] = [];
+  for (const file of fs.readdirSync(logDir).filter((f) => f.endsWith(".log")).sort())
+    for (const line of fs.readFileSync(path.join(logDir, file), "utf8").split("\n"))
+      if (line.includes(text)) out.push(`${file}: ${line}`);
+  return out;
 }
 
 /** The documented bound on a key change reaching a gateway that cached the key (docs/decisions/0002, 0021). */
