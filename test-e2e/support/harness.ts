@@ -166,7 +166,9 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
     const lines = requestId ? logLinesNaming(logDir, requestId) : [];
     throw new Error(
       `expected ${status}, got ${res.status} ${res.text}\n` +
-        (lines.length > 0 ? `log lines of ${requestId}:\n${lines.join("\n")}` : `no log line names ${requestId}`),
+        (lines.length > 0
+          ? `log lines of ${requestId}:\n${lines.join("\n")}`
+          : `no log line names ${requestId}`),
     );
   };
 
@@ -190,7 +192,10 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
 /** The lines of the service logs in `logDir` (one file per service) that contain `text`, each with its file's name. */
 function logLinesNaming(logDir: string, text: string): string[] {
   const out: string[] = [];
-  for (const file of fs.readdirSync(logDir).filter((f) => f.endsWith(".log")).sort())
+  for (const file of fs
+    .readdirSync(logDir)
+    .filter((f) => f.endsWith(".log"))
+    .sort())
     for (const line of fs.readFileSync(path.join(logDir, file), "utf8").split("\n"))
       if (line.includes(text)) out.push(`${file}: ${line}`);
   return out;
