@@ -125,14 +125,19 @@ async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
             order by o.ord limit p_batch) c
         loop
           k := hashtextextended('outbox-commit:' || %2$L || ':' || org, 0);
-          -- The timeout is set in the block: a timed-out block's rollback also undoes its setting.
+          -- The lock is transaction-scoped and taken in a block that always ends by rolling back, which releases
+          -- it and undoes the timeout's setting: by the raise below once it is held, or by the lock timeout. A
+          -- session lock would outlive a timeout that fires as the lock is granted (the error then comes after the
+          -- grant), and every later commit of the organization would wait for it.
           begin
             perform set_config('lock_timeout', p_timeout_ms || 'ms', true);
-            perform pg_advisory_lock(k);
-            perform pg_advisory_unlock(k);
-            orgs := orgs || org;
-          exception when lock_not_available then
-            null;
+            perform pg_advisory_xact_lock(k);
+            raise exception using errcode = 'KS001';
+          exception
+            when sqlstate 'KS001' then
+              orgs := orgs || org;
+            when lock_not_available then
+              null;
           end;
         end loop;
         return query select h, orgs;
@@ -159,6 +164,7 @@ export const outboxMigrations: Record<string, Migration> = {
   },
   "0002_commit_order": { up: addCommitOrder },
   "0003_shared_commit_lock": { up: createCommitOrderFunctions },
+  "0004_barrier_lock_released_by_rollback": { up: createCommitOrderFunctions },
 };
 
 /** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */

@@ -379,6 +379,70 @@ describe("outbox", () => {
     expect(await onBus([slow.id, after.id, other.id])).toEqual([other.id, slow.id, after.id]);
   });
 
+  it("never leaves an organization's lock held after its barrier, even when the wait times out as the lock is granted", async () => {
+    // Six sessions take the organization's lock in share mode, one after another and overlapping, as committing
+    // writers do, while the barrier waits at most 2 ms for it, again and again: some waits are granted, some
+    // time out, and some time out at the moment they are granted. A lock the barrier kept would make every later
+    // commit of the organization wait for the barrier's pooled connection.
+    const { db: writerDb, schema } = await scratch("barrierleak");
+    await writeCommitted(writerDb, event("org_leak"));
+    const app = `kit-outbox-barrier-${randomBytes(3).toString("hex")}`;
+    const barrierDb = createDb<WithOutbox>({ url: tdb.url, schema, applicationName: app, max: 1 });
+    dbs.push(barrierDb);
+    const lockKey = `hashtextextended('outbox-commit:${schema}:org_leak', 0)`;
+    let stop = false;
+    const writers = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const c = new pg.Client({ connectionString: tdb.url });
+        await c.connect();
+        // A kept lock would hold the writers back for good: they give up after a second.
+        await c.query("set lock_timeout = '1s'");
+        const loop = (async () => {
+          while (!stop) {
+            await c.query("begin");
+            await c.query(`select pg_advisory_xact_lock_shared(${lockKey})`);
+            await c.query("select pg_sleep($1)", [Math.random() * 0.004]);
+            await c.query("commit");
+          }
+        })().catch(() => c.query("rollback"));
+        return { c, loop };
+      }),
+    );
+    const heldByBarrier = async () =>
+      (
+        await admin.query<{ n: number }>(
+          `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+           where a.application_name = $1 and l.locktype = 'advisory' and l.granted`,
+          [app],
+        )
+      ).rows[0]!.n;
+    let calls = 0;
+    let leaked = 0;
+    const until = Date.now() + 3000;
+    try {
+      while (Date.now() < until && leaked === 0) {
+        await outboxSettled(barrierDb, 10, 2);
+        calls++;
+        leaked = await heldByBarrier();
+      }
+    } finally {
+      stop = true;
+      await Promise.all(writers.map((w) => w.loop));
+      await Promise.all(writers.map((w) => w.c.end()));
+    }
+    expect({ calls, leaked }).toEqual({ calls: expect.any(Number), leaked: 0 });
+    expect(calls).toBeGreaterThan(10);
+    // With the writers gone the lock is free: another session takes it at once.
+    const { rows } = await admin.query<{ got: boolean }>(
+      `select pg_try_advisory_xact_lock(${lockKey}) as got`,
+    );
+    expect(rows[0]!.got).toBe(true);
+    expect(await outboxSettled(barrierDb, 10, 2)).toEqual({
+      ord: expect.any(Number),
+      organizations: ["org_leak"],
+    });
+  });
+
   it("upgrades an outbox made before commit-order numbers: unsent rows keep their order, ahead of new ones", async () => {
     const schema = `ob_upgrade_${randomBytes(3).toString("hex")}`;
     // The outbox as createOutboxTable made it before the order number, with two rows still unsent.
@@ -422,7 +486,7 @@ describe("outbox", () => {
         return null;
       end $$;
       drop function ${schema}.outbox_settled(int, int);
-      delete from ${schema}.kit_outbox_migration where name = '0003_shared_commit_lock'`);
+      delete from ${schema}.kit_outbox_migration where name in ('0003_shared_commit_lock', '0004_barrier_lock_released_by_rollback')`);
     const before = event("org_upshared");
     await writeCommitted(db, before);
     await expect(outboxSettled(db, 10)).rejects.toThrow(/outbox_settled/);
@@ -432,6 +496,11 @@ describe("outbox", () => {
       `select pg_get_functiondef('${schema}.outbox_commit_order'::regproc) as def`,
     );
     expect(rows[0]!.def).toContain("pg_advisory_xact_lock_shared");
+    const barrier = await admin.query<{ def: string }>(
+      `select pg_get_functiondef('${schema}.outbox_settled'::regproc) as def`,
+    );
+    expect(barrier.rows[0]!.def).toContain("pg_advisory_xact_lock(k)");
+    expect(barrier.rows[0]!.def).not.toContain("pg_advisory_lock(");
     const after = event("org_upshared");
     await writeCommitted(db, after);
     expect(await outboxSettled(db, 10)).toEqual({ ord: expect.any(Number), organizations: ["org_upshared"] });
