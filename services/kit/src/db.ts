@@ -1,5 +1,8 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the declaration of an untyped module, for every package that compiles this file
+/// <reference path="./pg-utils.d.ts" />
 import { ApiError } from "@dpp/contract";
 import pg from "pg";
+import { prepareValue } from "pg/lib/utils";
 import {
   Kysely,
   Migrator,
@@ -99,6 +102,8 @@ export function createDb<DB>(o: DbOptions): Kysely<DB> {
 export class PreparedStatements {
   private readonly names = new Map<string, string>();
   private generation = 0;
+  /** The names each connection has prepared (a statement runs with EXECUTE only where it is known: `runAfter`). */
+  private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
 
   constructor(private readonly max: number) {}
 
@@ -132,13 +137,66 @@ export class PreparedStatements {
     const name = values.length > 0 ? this.nameOf(text) : undefined;
     if (name === undefined) return client.query(text, values as unknown[]);
     try {
-      return await client.query({ name, text, values: values as unknown[] });
+      return this.prepared(client, name, await client.query({ name, text, values: values as unknown[] }));
     } catch (err) {
       if (!isStalePlan(err)) throw err;
-      const renamed = this.renew(text);
-      return client.query({ name: renamed, text, values: values as unknown[] });
+      const renamed = this.renew(text)!;
+      return this.prepared(
+        client,
+        renamed,
+        await client.query({ name: renamed, text, values: values as unknown[] }),
+      );
     }
   }
+
+  private prepared(client: pg.PoolClient, name: string, result: pg.QueryResult): pg.QueryResult {
+    let names = this.preparedOn.get(client);
+    if (!names) this.preparedOn.set(client, (names = new Set()));
+    names.add(name);
+    return result;
+  }
+
+  /**
+   * `lead` (statements without values), then the query, and the query's answer. In one message (the simple
+   * protocol) when the query has no values, or its statement is prepared on this connection: it then runs as
+   * `execute <name>(<its values as literals>)`, with the plan the connection keeps. Otherwise `lead` goes alone
+   * first (the query is then prepared, for the next time). A failed statement of the message fails the query,
+   * and the statements after it do not run.
+   */
+  async runAfter(
+    client: pg.PoolClient,
+    lead: string,
+    text: string,
+    values: readonly unknown[],
+  ): Promise<pg.QueryResult> {
+    const name = values.length > 0 ? this.names.get(text) : undefined;
+    const args =
+      name !== undefined && this.preparedOn.get(client)?.has(name) ? executeArgs(values) : undefined;
+    if (values.length > 0 && args === undefined) {
+      await client.query(lead);
+      return this.run(client, text, values);
+    }
+    const statement = args === undefined ? text : `execute ${name}(${args})`;
+    const results = (await client.query(`${lead};\n${statement}`)) as pg.QueryResult | pg.QueryResult[];
+    return Array.isArray(results) ? results[results.length - 1]! : results;
+  }
+}
+
+/**
+ * A prepared statement's values as the literals of an EXECUTE, in the text form node-postgres would send them
+ * (its own `prepareValue`: dates, arrays, JSON), each coerced to its parameter's type by Postgres as a bound
+ * value is. undefined when a value cannot travel in a message's text (a NUL character).
+ */
+function executeArgs(values: readonly unknown[]): string | undefined {
+  const out: string[] = [];
+  for (const v of values) {
+    const p = prepareValue(v) as string | Buffer | null;
+    if (p === null) out.push("null");
+    else if (Buffer.isBuffer(p)) out.push(`E'\\\\x${p.toString("hex")}'`);
+    else if (p.includes("\0")) return undefined;
+    else out.push(pg.escapeLiteral(p));
+  }
+  return out.join(", ");
 }
 
 /** Postgres' refusal to run a prepared statement whose result columns changed since it was prepared. */
@@ -159,20 +217,68 @@ function isStalePlan(err: unknown): boolean {
  */
 export async function withConnection<DB, T>(
   db: Kysely<DB>,
-  fn: (conn: Kysely<DB>, client: pg.PoolClient) => Promise<T>,
+  fn: (conn: Kysely<DB>, client: pg.PoolClient, lead: LeadingStatements) => Promise<T>,
 ): Promise<T> {
   const own = owned.get(db);
   if (!own) throw new Error("withConnection needs a database made by createDb");
   const client = await own.pool.connect();
   const bound = own.prepared.client(client);
-  const held = { query: bound.query, release: () => undefined } as unknown as PostgresPoolClient;
+  const lead = new LeadingStatements();
+  const query = async (text: string, values: readonly unknown[]) => {
+    const ahead = lead.take();
+    if (ahead === undefined) return bound.query(text, values);
+    try {
+      return await own.prepared.runAfter(client, ahead, text, values);
+    } catch (err) {
+      lead.failure = err;
+      throw err;
+    }
+  };
+  const held = { query, release: () => undefined } as unknown as PostgresPoolClient;
   const conn = new Kysely<DB>({
     dialect: new PostgresDialect({ pool: { connect: async () => held, end: async () => undefined } }),
   });
   try {
-    return await fn(conn, client);
+    return await fn(conn, client, lead);
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Statements (without values) that `withConnection` sends ahead of its connection's next Kysely query, in that
+ * query's message when it can (`PreparedStatements.runAfter`): a round trip less for a query that follows them.
+ */
+export class LeadingStatements {
+  private text: string | undefined;
+  private wasSent = false;
+  /** The failure of the query that carried them (theirs, or the query's own), if it failed. */
+  failure: unknown;
+
+  /** Sends `text` ahead of the next query. */
+  set(text: string): void {
+    this.text = text;
+    this.wasSent = false;
+    this.failure = undefined;
+  }
+
+  /** Whether they went with a query. */
+  get sent(): boolean {
+    return this.wasSent;
+  }
+
+  /** The statements waiting for a query, taken to be sent with it; undefined: none. */
+  take(): string | undefined {
+    const text = this.withdraw();
+    if (text !== undefined) this.wasSent = true;
+    return text;
+  }
+
+  /** The statements waiting for a query, taken back unsent (the next query goes alone); undefined: none. */
+  withdraw(): string | undefined {
+    const text = this.text;
+    this.text = undefined;
+    return text;
   }
 }
 

@@ -326,6 +326,7 @@ export function addService<T extends GenServiceMethods>(
             encode: (r) => toBinary(m.output, r),
             decode: (b) => fromBinary(m.output, b),
             onCommitted: idem.onCommitted,
+            openWithWork: idem.openWithWork,
           },
           run,
         )
@@ -353,7 +354,7 @@ export interface AddServiceOptions {
    * Calls whose context carries an Idempotency-Key run once per key, their result recorded in the same
    * transaction as their writes (idempotency.ts), on this database (the service's own schema).
    */
-  idempotency?: { db: Kysely<any>; onCommitted?: () => void };
+  idempotency?: { db: Kysely<any>; onCommitted?: () => void; openWithWork?: boolean };
 }
 
 /** Initial metadata of an answer that replays the result recorded under the call's Idempotency-Key. */

@@ -244,20 +244,25 @@ export function signedToken(claims: Record<string, unknown>, privateKey: string)
 
 /**
  * Calls `onStatement` with the text of every query (one message, one round trip) that a connection of the pool
- * named `applicationName` sends, until the returned function restores node-postgres. For tests that count what a
- * service sends to Postgres.
+ * named `applicationName` sends, and its prepared statement's name if it has one, until the returned function
+ * restores node-postgres. For tests that count what a service sends to Postgres (a statement that runs as
+ * `execute <name>(...)` is the text that was sent under that name).
  */
 export function watchStatements(
   applicationName: string,
-  onStatement: (text: string, client: pg.Client) => void,
+  onStatement: (text: string, client: pg.Client, name: string | undefined) => void,
 ): () => void {
   const clientQuery = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
+    const config = args[0] as string | { text?: string; name?: string };
     const params = (this as unknown as { connectionParameters: { application_name?: string } })
       .connectionParameters;
     if (params.application_name === applicationName)
-      onStatement(typeof config === "string" ? config : (config.text ?? ""), this);
+      onStatement(
+        typeof config === "string" ? config : (config.text ?? ""),
+        this,
+        typeof config === "string" ? undefined : config.name,
+      );
     return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof clientQuery;
   return () => {

@@ -28,7 +28,7 @@ export function passportService(options: PassportServiceOptions = {}) {
     env: passportEnv,
     grpcPort: 50051,
     outbox: true,
-    idempotency: true,
+    idempotency: { openWithWork: true },
     start: (rt: ServiceRuntime<typeof passportEnv, PassportDB>) => {
       const { config } = rt;
       const store = new PassportStore(rt.db);

@@ -58,6 +58,13 @@ beforeAll(async () => {
           for each row execute function refuse_record()`.execute(m);
       },
     },
+    "0003": {
+      async up(m) {
+        // Every kind of value a statement binds, for the work statement that travels as an EXECUTE.
+        await sql`create table typed_item (name text primary key, n int, big bigint, ratio numeric, flag boolean,
+          bytes bytea, tags text[], at timestamptz, doc jsonb, note text)`.execute(m);
+      },
+    },
   });
 });
 
@@ -287,6 +294,8 @@ function kinds(text: string): string {
       if (/^(begin|commit|rollback|savepoint|rollback to savepoint)( \w+)?$/.test(st))
         return st.replace(/ idempotent_work$/, "");
       if (/^select \* from kit_idempotency_open\(/.test(st)) return "lock and read key";
+      if (/^select kit_idempotency_claim\(/.test(st)) return "claim key";
+      if (/^execute kit_\d+_\d+\(/.test(st)) return "execute prepared";
       if (/^select kit_idempotency_record\(/.test(st)) return "record key";
       const m = /^insert into (\w+)/.exec(st);
       return m ? `insert ${m[1]}` : st.slice(0, 40);
@@ -306,8 +315,8 @@ async function messagesOf(call: () => Promise<unknown>): Promise<string[]> {
   return sent.map(kinds);
 }
 
-const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>) =>
-  runIdempotent({ db: on, ctx, method: METHOD, encode, decode }, work);
+const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>, openWithWork = false) =>
+  runIdempotent({ db: on, ctx, method: METHOD, encode, decode, openWithWork }, work);
 
 const insertItemOn = (on: Kysely<any>, call: CallScope, name: string) =>
   singleStatement(on, call, (q) => q.insertInto("item").values({ name }).execute());
@@ -401,6 +410,196 @@ describe("the messages of a call under a key", () => {
       response: null,
       error: expect.stringContaining("validation_failed"),
     });
+  });
+});
+
+describe("the key opened with the work's first statement (openWithWork)", () => {
+  /** The insert of `insertItemOn(one, ...)` prepared on the connection of `one`, as any earlier call leaves it. */
+  const prepareInsert = () => insertItemOn(one, null, `prepared-${randomBytes(4).toString("hex")}`);
+
+  it("a call that runs: begin and the key's claim go with the work's prepared statement, then the record with commit", async () => {
+    await prepareInsert();
+    const ctx = keyed();
+    const sent = await messagesOf(() =>
+      callOn(
+        one,
+        ctx,
+        async () => {
+          await insertItemOn(one, ctx, `${ctx.requestId}-one`);
+          return "written";
+        },
+        true,
+      ),
+    );
+    expect(sent).toEqual(["begin + claim key + execute prepared", "record key + commit"]);
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-one`]);
+    expect(await recordOf(ctx)).toMatchObject({ request_id: ctx.requestId });
+    expect(await stateOfOne()).toEqual(["idle"]);
+  });
+
+  it("on a connection that has not prepared the work's statement yet: the claim goes first, alone", async () => {
+    const fresh = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-fresh", max: 1 });
+    const unwatch = watchStatements("kit-idem-fresh", (text) => recording?.push(text));
+    try {
+      const ctx = keyed();
+      const sent = await messagesOf(() =>
+        callOn(
+          fresh,
+          ctx,
+          async () => {
+            await insertItemOn(fresh, ctx, `${ctx.requestId}-fresh`);
+            return "written";
+          },
+          true,
+        ),
+      );
+      expect(sent).toEqual(["begin + claim key", "insert item", "record key + commit"]);
+      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-fresh`]);
+    } finally {
+      unwatch();
+      await fresh.destroy();
+    }
+  });
+
+  it("a recorded key: the claim fails the work's statement, which writes nothing, and the call answers the record", async () => {
+    await prepareInsert();
+    const ctx = keyed();
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await insertItemOn(one, ctx, `${ctx.requestId}-${runs}`);
+      return `run ${runs}`;
+    };
+    expect(await callOn(one, ctx, work, true)).toEqual({ response: "run 1", replayed: false });
+    const sent = await messagesOf(async () =>
+      expect(await callOn(one, ctx, work, true)).toEqual({ response: "run 1", replayed: true }),
+    );
+    expect(sent).toEqual([
+      "begin + claim key + execute prepared",
+      "rollback",
+      "begin + lock and read key",
+      "commit",
+    ]);
+    // The work's code before its statement ran again; its statement did not write.
+    expect(runs).toBe(2);
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-1`]);
+    expect(await stateOfOne()).toEqual(["idle"]);
+  });
+
+  it("a key another process holds: the claim fails the work's statement, and the call is answered busy", async () => {
+    await prepareInsert();
+    const held = keyed();
+    let refusal: unknown;
+    const sent = await holdingTheKey(held, () =>
+      messagesOf(() =>
+        callOn(
+          one,
+          held,
+          async () => {
+            await insertItemOn(one, held, `${held.requestId}-never`);
+            return "never";
+          },
+          true,
+        ).catch((err: unknown) => {
+          refusal = err;
+        }),
+      ),
+    );
+    expect(refusal).toMatchObject({ code: "resource_busy", headers: { "Retry-After": "1" } });
+    expect(sent).toEqual([
+      "begin + claim key + execute prepared",
+      "rollback",
+      "begin + lock and read key",
+      "rollback",
+    ]);
+    expect(await items(held.requestId)).toEqual([]);
+    expect(await stateOfOne()).toEqual(["idle"]);
+  });
+
+  it("work that refuses before any statement: the key is opened, then the refusal recorded and replayed", async () => {
+    const ctx = keyed();
+    const refuse = async (): Promise<string> => {
+      throw new ApiError("validation_failed", "Refused before writing.");
+    };
+    const sent = await messagesOf(() => callOn(one, ctx, refuse, true).catch(() => undefined));
+    expect(sent).toEqual(["begin + lock and read key", "record key + commit"]);
+    await expect(callOn(one, ctx, refuse, true)).rejects.toMatchObject({
+      code: "validation_failed",
+      headers: { "Idempotent-Replayed": "true" },
+    });
+  });
+
+  it("the work's statement as an EXECUTE gets every value as a bound statement does: text, numbers, bytes, arrays, a date, JSON, null", async () => {
+    const row = (name: string) => ({
+      name,
+      n: -42,
+      big: 9007199254740991,
+      ratio: "12345.678900",
+      flag: false,
+      bytes: Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+      tags: ["a'b", 'c"d', "e\\f", "g,h", "{i}", "", "🙂"],
+      at: new Date("2026-11-27T03:04:05.678Z"),
+      doc: { quote: "it's", nested: { backslash: "\\", newline: "a\nb" }, list: [1, null, true] },
+      note: null,
+    });
+    const insertTyped = (on: Kysely<any>, scope: CallScope, name: string) =>
+      singleStatement(on, scope, (q) =>
+        q.insertInto("typed_item").values(row(name)).returningAll().executeTakeFirst(),
+      );
+    const base = `typed-${randomBytes(4).toString("hex")}`;
+    // Bound (and prepared on the connection), then the same statement as an EXECUTE under a key.
+    const bound = await insertTyped(one, null, `${base}-bound`);
+    const ctx = keyed();
+    let executed: unknown;
+    const sent = await messagesOf(() =>
+      callOn(
+        one,
+        ctx,
+        async () => {
+          executed = await insertTyped(one, ctx, `${base}-executed`);
+          return "typed";
+        },
+        true,
+      ),
+    );
+    expect(sent).toEqual(["begin + claim key + execute prepared", "record key + commit"]);
+    expect(executed).toEqual({ ...bound, name: `${base}-executed` });
+    expect(bound).toMatchObject({ ...row(`${base}-bound`), big: 9007199254740991 });
+  });
+
+  it("runs the work's statement once under concurrent calls: every other call is answered busy or replays its answer", async () => {
+    const many = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-many-ow", max: 8 });
+    try {
+      const ctx = keyed();
+      let runs = 0;
+      // Each call its own context object with the same key, as each request of a service has.
+      const callOnce = () => {
+        const own = { ...ctx };
+        const work = async () => {
+          const run = ++runs;
+          await new Promise((r) => setTimeout(r, 50));
+          await insertItemOn(many, own, `${ctx.requestId}-${run}`);
+          return `run ${run}`;
+        };
+        return callOn(many, own, work, true);
+      };
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, () => callOnce().catch((err: unknown) => err)),
+      );
+      const first = outcomes.filter((o) => (o as { replayed?: boolean }).replayed === false);
+      expect(first).toHaveLength(1);
+      const answer = (first[0] as { response: string }).response;
+      for (const o of outcomes)
+        if (o !== first[0])
+          expect([{ response: answer, replayed: true }, "resource_busy"]).toContainEqual(
+            o instanceof ApiError ? o.code : o,
+          );
+      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-${answer.slice(4)}`]);
+      for (let n = 0; n < 3; n++) expect(await callOnce()).toEqual({ response: answer, replayed: true });
+      expect(await items(ctx.requestId)).toHaveLength(1);
+    } finally {
+      await many.destroy();
+    }
   });
 });
 

@@ -22,12 +22,15 @@ import {
 
 let h: Harness;
 let recording: string[] | undefined;
+/** The text of each prepared statement by name, for a message that runs one as `execute <name>(...)`. */
+const preparedTexts = new Map<string, string>();
 /** Session locks released by the service's leader jobs (the retention sweep, the idempotency reaper). */
 let jobPassesEnded = 0;
 let restoreQuery: () => void = () => undefined;
 
 beforeAll(async () => {
-  restoreQuery = watchStatements("passport", (text) => {
+  restoreQuery = watchStatements("passport", (text, _client, name) => {
+    if (name !== undefined) preparedTexts.set(name, text);
     if (text.includes("pg_advisory_unlock")) jobPassesEnded++;
     recording?.push(text);
   });
@@ -57,6 +60,9 @@ function kind(text: string): string {
  */
 function statementKind(text: string): string {
   const s = text.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
+  const executed = /^execute (kit_\d+_\d+)\(/.exec(s);
+  if (executed) return statementKind(preparedTexts.get(executed[1]!) ?? `unknown prepared ${executed[1]}`);
+  if (s.startsWith("select kit_idempotency_claim(")) return "claim key";
   if (/^(savepoint|release savepoint|rollback to savepoint) /.test(s)) return s.replace(/ \w+$/, "");
   if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
   const written = /^with written as \( ?(insert into|update) (\w+)/.exec(s);
@@ -110,18 +116,23 @@ describe("statements per call", () => {
     expect(sent).toEqual(["insert passport + event"]);
   });
 
-  it("a create under a new Idempotency-Key: three round trips, begin with the key's lock and read, the write, the record with commit", async () => {
+  it("a create under a new Idempotency-Key: two round trips, begin and the key's claim with the write, the record with commit", async () => {
     const sent = await statementsOf(() => h.client.createPassport(shirt("B"), { context: key(context(t)) }));
-    expect(sent).toEqual(["begin + lock and read key", "insert passport + event", "record key + commit"]);
+    expect(sent).toEqual(["begin + claim key + insert passport + event", "record key + commit"]);
   });
 
-  it("a retry under the same key: the recorded answer is read and replayed, nothing else", async () => {
+  it("a retry under the same key: the claim fails the write, then the recorded answer is read and replayed", async () => {
     const ctx = key(context(t));
     await h.client.createPassport(shirt("C"), { context: ctx });
     const retry: RequestContext = { ...ctx, requestId: `req_${randomBytes(6).toString("hex")}` };
     const sent = await statementsOf(() => h.client.createPassport(shirt("C"), { context: retry }));
     expect(retry.outcome?.idempotentReplayed).toBe(true);
-    expect(sent).toEqual(["begin + lock and read key", "commit"]);
+    expect(sent).toEqual([
+      "begin + claim key + insert passport + event",
+      "rollback",
+      "begin + lock and read key",
+      "commit",
+    ]);
   });
 
   it("a create with a GTIN also claims it, in the same transaction", async () => {
@@ -144,8 +155,7 @@ describe("statements per call", () => {
       h.client.createPassport(taken, { context: key(context(t)) }).catch((err: unknown) => err),
     );
     expect(sent).toEqual([
-      "begin + lock and read key",
-      "insert passport + event",
+      "begin + claim key + insert passport + event",
       "select passport",
       "rollback",
       "begin + lock and read key + savepoint",
@@ -178,8 +188,7 @@ describe("statements per call", () => {
       ),
     );
     expect(keyed).toEqual([
-      "begin + lock and read key",
-      "select passport for update",
+      "begin + claim key + select passport for update",
       "update passport + event",
       "record key + commit",
     ]);
