@@ -25,6 +25,10 @@
  * that runs costs two round trips beyond its work's statements, and what the work locks (rows it changed) is
  * held for one round trip after the work's last statement answered (an organization's outbox lock is taken
  * only at commit: outbox.ts, decision 0035).
+ * With `openWithWork` (decision 0040), begin and step 1 as a claim that fails when the key is busy or recorded
+ * travel in the message of the work's first statement instead (run there by EXECUTE of its prepared plan): a
+ * call that runs costs one round trip beyond its work's statements; a claim that fails voids that statement,
+ * and the call runs again with the key opened first.
  * A refusal is recorded without the work's writes. The first attempt sends no savepoint (decision 0028):
  * when the work refuses after a store transaction ran, or a store transaction fails, the attempt is
  * rolled back as a whole and the call runs again in a second attempt that puts a savepoint before the
