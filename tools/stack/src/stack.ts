@@ -266,16 +266,20 @@ class RegistryMismatch extends Error {}
 
 async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit, timeoutMs = 30000) {
   const until = Date.now() + timeoutMs;
+  // What the last probe found, for the error: whether the service listened at all, and what it answered.
+  let last = "no probe answered";
   while (Date.now() < until) {
     if (unit.exit !== undefined) throw new Error(`${what} exited (${unit.exit}) while starting`);
     const state = await check().catch((err: unknown) => {
       if (err instanceof RegistryMismatch) throw err;
-      return "not yet";
+      const cause = (err as { cause?: { message?: unknown } }).cause?.message;
+      last = `${(err as Error).message}${typeof cause === "string" ? ` (${cause})` : ""}`;
+      return "not yet" as const;
     });
     if (state === "ready") return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
+  throw new Error(`${what} did not become ready within ${timeoutMs} ms; the last probe: ${last}`);
 }
 
 /**
@@ -312,7 +316,8 @@ async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness>
 async function httpReady(url: string): Promise<Readiness> {
   // Bounded: a probe that never answers must not hold the start past its timeout.
   const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-  return res.ok ? "ready" : "not yet";
+  if (res.ok) return "ready";
+  throw new Error(`${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
 }
 
 /**
