@@ -130,14 +130,15 @@ async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
       create or replace function %1$I.kit_idempotency_claim(
         p_org text, p_livemode boolean, p_caller text, p_key text)
       returns void language plpgsql as $body$
+      declare
+        opened record;
       begin
-        if not pg_try_advisory_xact_lock(hashtextextended(
-             'idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)) then
+        select o.locked, o.fingerprint into opened
+        from %1$I.kit_idempotency_open(p_org, p_livemode, p_caller, p_key) o;
+        if not opened.locked then
           raise exception %5$L using errcode = 'KI001', detail = 'busy';
         end if;
-        if exists (select from %1$I.idempotency i
-            where i.organization_id = p_org and i.livemode = p_livemode and i.caller_organization_id = p_caller
-              and i.idempotency_key = p_key and i.created_at > now() - make_interval(hours => %3$s)) then
+        if opened.fingerprint is not null then
           raise exception %5$L using errcode = 'KI001', detail = 'recorded';
         end if;
       end $body$;
@@ -499,7 +500,6 @@ async function attempt<R>(
       try {
         response = await work();
       } catch (err) {
-        open ||= lead.sent;
         if (unclaimed()) throw new RolledBack("open_first");
         if (amb.broken) throw new RolledBack("second_attempt");
         if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
@@ -508,7 +508,6 @@ async function attempt<R>(
         ambients.delete(t);
       }
       if (withWork) {
-        open ||= lead.sent;
         if (unclaimed()) throw new RolledBack("open_first");
         if (lead.withdraw() !== undefined) {
           // The work sent no statement on the call's transaction: the key is opened now, before its answer is
@@ -549,6 +548,7 @@ async function attempt<R>(
         ? { kind: "refused", refusal }
         : { kind: "answered", outcome: { response: response as R, replayed: false } };
     } catch (err) {
+      // The claim's message began a transaction too.
       open ||= lead.sent;
       // A failed statement of a message skips the rest of it (a failed commit ends the transaction itself).
       if (open) await client.query("rollback").catch(() => undefined);
