@@ -6,6 +6,7 @@
 import http from "node:http";
 import {
   FOLLOWS_CURSOR,
+  listEnd,
   nextRequest,
   createBody,
   type CaseInput,
@@ -51,8 +52,11 @@ export interface LagResult {
 
 interface Answer {
   status: number;
-  body: string;
+  /** The answer's bytes, decoded only where a step reads them (a body is not part of what is measured). */
+  raw: Buffer;
 }
+
+const text = (a: Answer) => a.raw.toString("utf8");
 
 function send(agent: http.Agent, base: URL, r: HttpRequest): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -63,7 +67,12 @@ function send(agent: http.Agent, base: URL, r: HttpRequest): Promise<Answer> {
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+          }),
+        );
         res.on("error", reject);
       },
     );
@@ -104,10 +113,10 @@ async function run(c: Extract<LoadCommand, { type: "run" }>): Promise<RunResult>
           if (a.status === r.expect) ok++;
           else {
             other[a.status] = (other[a.status] ?? 0) + 1;
-            firstError ??= `${r.method} ${r.path} → ${a.status} ${a.body.slice(0, 300)}`;
+            firstError ??= `${r.method} ${r.path} → ${a.status} ${text(a).slice(0, 300)}`;
           }
           if (FOLLOWS_CURSOR.has(c.kase) && a.status === 200) {
-            const page = JSON.parse(a.body) as { has_more: boolean; next_cursor: string | null };
+            const page = listEnd(a.raw);
             conn.cursor = page.has_more && page.next_cursor ? page.next_cursor : undefined;
           }
         } catch (err) {
@@ -150,8 +159,8 @@ async function create(c: Extract<LoadCommand, { type: "create" }>): Promise<(str
           body: JSON.stringify(c.bodies[i]),
           expect: 201,
         });
-        if (a.status === 201) ids[i] = (JSON.parse(a.body) as { id: string }).id;
-        else failure ??= `${a.status} ${a.body.slice(0, 300)}`;
+        if (a.status === 201) ids[i] = (JSON.parse(text(a)) as { id: string }).id;
+        else failure ??= `${a.status} ${text(a).slice(0, 300)}`;
       }
     }),
   );
@@ -183,8 +192,8 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
       headers: auth,
       expect: 200,
     });
-    if (a.status !== 200) throw new Error(`feed read refused: ${a.status} ${a.body.slice(0, 300)}`);
-    const page = JSON.parse(a.body) as { has_more: boolean; next_cursor: string | null };
+    if (a.status !== 200) throw new Error(`feed read refused: ${a.status} ${text(a).slice(0, 300)}`);
+    const page = listEnd(a.raw);
     cursor = page.next_cursor ?? cursor;
     if (!page.has_more) break;
   }
@@ -209,7 +218,7 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
       });
       const at = now();
       if (a.status !== 200) continue;
-      const page = JSON.parse(a.body) as {
+      const page = JSON.parse(text(a)) as {
         data: { type: string; related?: { id?: string } }[];
         next_cursor: string | null;
       };
@@ -243,7 +252,7 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
           if (a.status !== 201) return;
           created++;
           lastAnswer = now();
-          answeredAt.set((JSON.parse(a.body) as { id: string }).id, lastAnswer);
+          answeredAt.set((JSON.parse(text(a)) as { id: string }).id, lastAnswer);
         },
         () => undefined,
       ),

@@ -188,8 +188,10 @@ function logTo(child: ChildProcess, name: string) {
 
 type Side = "ref" | "full";
 const SIDES: Side[] = ["ref", "full"];
-const PROCESSES = ["gateway", "passport", "events", "ref-edge", "ref-svc", "postgres"] as const;
+const PROCESSES = ["gateway", "passport", "events", "ref-edge", "ref-svc", "postgres", "loadgen"] as const;
 type ProcessName = (typeof PROCESSES)[number];
+/** Shown on both sides' rows and in neither side's total: the load generator is no side's. */
+const SHARED_PROCESSES: ProcessName[] = ["loadgen"];
 const SIDE_PROCESSES: Record<Side, ProcessName[]> = {
   ref: ["ref-edge", "ref-svc", "postgres"],
   full: ["gateway", "passport", "events", "postgres"],
@@ -211,6 +213,7 @@ function cpuNow(): Record<ProcessName, number> {
     "ref-edge": processCpuMs(pidOf(running.refEdge)),
     "ref-svc": processCpuMs(pidOf(running.refService)),
     postgres: treeCpuMs(postmasterPid),
+    loadgen: processCpuMs(pidOf(running.loadgen)),
   };
 }
 
@@ -619,7 +622,8 @@ async function main() {
     for (const side of SIDES) {
       const rs = rounds[side];
       const m = (f: (r: RoundFigures) => number) => median(rs.map(f));
-      const cpuOf = (p: ProcessName) => (SIDE_PROCESSES[side].includes(p) ? m((r) => r.cpuPerReq[p]) : NaN);
+      const shown = (p: ProcessName) => SIDE_PROCESSES[side].includes(p) || SHARED_PROCESSES.includes(p);
+      const cpuOf = (p: ProcessName) => (shown(p) ? m((r) => r.cpuPerReq[p]) : NaN);
       const total = m((r) => SIDE_PROCESSES[side].reduce((s, p) => s + r.cpuPerReq[p], 0));
       const ratio =
         side === "full" ? median(rounds.full.map((r, i) => r.rps / (rounds.ref[i]?.rps ?? NaN))) : NaN;

@@ -19,6 +19,7 @@ const COLUMNS = [
   "ref-edge",
   "ref-svc",
   "postgres",
+  "loadgen",
   "cpu ms/req",
   "txn/req",
   "full/ref",
