@@ -108,6 +108,15 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
  * took to be compiled and planned on a new connection. Idempotent (create or replace).
  */
 async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
+  // Open and claim take the same lock and read the same record, each in its own body: a claim that called open
+  // (a set-returning function, its result materialized) took 14 µs against 8 (5,000 claims in one statement).
+  const KEY_LOCK = sql.raw(
+    `hashtextextended('idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)`,
+  );
+  const LIVE_RECORD = sql.raw(
+    `i.organization_id = p_org and i.livemode = p_livemode and i.caller_organization_id = p_caller
+              and i.idempotency_key = p_key and i.created_at > now() - make_interval(hours => %3$s)`,
+  );
   await sql`
     do $do$ begin execute format($f$
       create or replace function %1$I.kit_idempotency_open(
@@ -115,30 +124,24 @@ async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
       returns table (locked boolean, fingerprint text, method text, request_id text, response bytea, error text)
       language plpgsql as $body$
       begin
-        if not pg_try_advisory_xact_lock(hashtextextended(
-             'idem:' || p_org || ':' || p_livemode::text || ':' || p_caller || ':' || p_key || %2$L, 0)) then
+        if not pg_try_advisory_xact_lock(${KEY_LOCK}) then
           return query select false, null::text, null::text, null::text, null::bytea, null::text;
           return;
         end if;
         return query
           select true, i.fingerprint, i.method, i.request_id, i.response, i.error::text
           from (select) as one
-          left join %1$I.idempotency i
-            on i.organization_id = p_org and i.livemode = p_livemode and i.caller_organization_id = p_caller
-              and i.idempotency_key = p_key and i.created_at > now() - make_interval(hours => %3$s);
+          left join %1$I.idempotency i on ${LIVE_RECORD};
       end $body$;
       create or replace function %1$I.kit_idempotency_claim(
         p_org text, p_livemode boolean, p_caller text, p_key text)
       returns void language plpgsql as $body$
-      declare
-        opened record;
       begin
-        select o.locked, o.fingerprint into opened
-        from %1$I.kit_idempotency_open(p_org, p_livemode, p_caller, p_key) o;
-        if not opened.locked then
+        if not pg_try_advisory_xact_lock(${KEY_LOCK}) then
           raise exception %5$L using errcode = 'KI001', detail = 'busy';
         end if;
-        if opened.fingerprint is not null then
+        perform from %1$I.idempotency i where ${LIVE_RECORD};
+        if found then
           raise exception %5$L using errcode = 'KI001', detail = 'recorded';
         end if;
       end $body$;
@@ -182,6 +185,7 @@ export const idempotencyMigrations: Record<string, Migration> = {
     },
   },
   "0002_claim": { up: createIdempotencyFunctions },
+  "0003_claim_own_body": { up: createIdempotencyFunctions },
 };
 
 /** Applies idempotencyMigrations to the idempotency table in `schema` (which the service's migrations created). */
