@@ -400,7 +400,7 @@ function rawClient(desc: DescService, address: string, channelOptions?: grpc.Cha
     "grpc.max_reconnect_backoff_ms": 1000,
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
     // A 1 MiB HTTP/2 receive window, connection and streams (default 64 KiB): 16 feed pages of about 50 KB in
-    // flight on one connection otherwise wait on window updates. tools/bench/grpc-payload.mjs: a 50 KB answer
+    // flight on one connection otherwise wait on window updates. tools/bench/src/grpc-payload.ts: a 50 KB answer
     // 0.42-0.53 → 0.32-0.41 ms of CPU per call (both sides), 1 KB answers unchanged; docs/performance.md.
     "grpc-node.flow_control_window": 1024 * 1024,
     ...channelOptions,
