@@ -380,8 +380,14 @@ export async function migrateDatabase(
 }
 
 /**
- * ANALYZE of every ordinary table of `schema` (the migration step runs it for
- * each service): returns the tables analyzed.
+ * ANALYZE of every ordinary table of `schema` that holds a row (the migration step runs it for each service):
+ * returns the tables analyzed.
+ *
+ * An empty table is left as it is. Analyzed, it would be known to be empty, and the planner would then take it for
+ * the few pages it has: a statement prepared on it (the kit's named statements, a PL/pgSQL function's) keeps the
+ * generic plan it made then, a sequential scan, for as long as its connection lives or until the next ANALYZE,
+ * however large the table grows. Never analyzed, it is taken for at least ten pages, and a lookup by its key is
+ * planned on the index (docs/decisions/0041-empty-tables-left-unanalyzed.md).
  */
 export async function analyzeSchema(url: string, schema: string): Promise<string[]> {
   const db = createDb<unknown>({ url, schema, applicationName: `${schema}-analyze`, max: 1 });
@@ -389,8 +395,15 @@ export async function analyzeSchema(url: string, schema: string): Promise<string
     const { rows } = await sql<{ name: string }>`
       select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = ${schema} and c.relkind in ('r', 'p') order by c.relname`.execute(db);
-    for (const { name } of rows) await sql`analyze ${sql.table(`${schema}.${name}`)}`.execute(db);
-    return rows.map((r) => r.name);
+    const analyzed: string[] = [];
+    for (const { name } of rows) {
+      const table = sql.table(`${schema}.${name}`);
+      const held = await sql<{ any: boolean }>`select exists (select from ${table}) as any`.execute(db);
+      if (!held.rows[0]?.any) continue;
+      await sql`analyze ${table}`.execute(db);
+      analyzed.push(name);
+    }
+    return analyzed;
   } finally {
     await db.destroy();
   }

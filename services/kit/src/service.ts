@@ -182,11 +182,12 @@ export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
 
 /**
  * Applies the service's schema migrations and the bus tables' migrations, then
- * analyzes every table of both schemas: a table that was just created (or
- * changed) has no statistics until autovacuum gets to it, which it never does
+ * analyzes every table of both schemas that holds rows: a table that was just
+ * changed has no statistics until autovacuum gets to it, which it never does
  * where autovacuum is off, and the planner's guesses on such a table can pick a
  * plan that reads a whole tenant for one page. Cheap on small tables; on big
- * ones ANALYZE reads a sample, not the table.
+ * ones ANALYZE reads a sample, not the table. An empty table is left unanalyzed
+ * (analyzeSchema says why).
  */
 export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,

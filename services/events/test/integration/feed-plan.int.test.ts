@@ -1,6 +1,6 @@
 /**
  * The feed query's plan must not depend on statistics: on a table migrated
- * (and analyzed while empty) and then filled without ANALYZE, as on a machine
+ * (left unanalyzed while empty) and then filled without ANALYZE, as on a machine
  * whose autovacuum is off, each page still reads an index in sequence order,
  * never a sort or a scan of the table. EXPLAIN runs the very queries the
  * repository builds (the page as columns, as stored texts, and as the one

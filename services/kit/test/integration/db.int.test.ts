@@ -1,7 +1,14 @@
 /** db.ts against the real Postgres: schema-scoped migrations and error helpers. */
 import pg from "pg";
 import { sql, type Kysely, type Migration } from "kysely";
-import { createDb, inlined, isUniqueViolation, migrateSchema, withConnection } from "../../src/db";
+import {
+  analyzeSchema,
+  createDb,
+  inlined,
+  isUniqueViolation,
+  migrateSchema,
+  withConnection,
+} from "../../src/db";
 import { BUS_SCHEMA, migrateBus } from "../../src/bus";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";
 
@@ -120,6 +127,28 @@ describe("migrateSchema", () => {
     };
     await expect(migrateSchema(db, "svc_bad", bad)).rejects.toThrow(/no_such_table/);
     expect(await tablesIn("svc_bad")).not.toContain("half");
+  });
+});
+
+describe("analyzeSchema", () => {
+  it("analyzes the tables that hold rows and leaves empty ones never analyzed", async () => {
+    const db = open("svc_analyze");
+    await migrateSchema(db, "svc_analyze", migrations);
+    // widget is empty; widget_log holds the migration's row.
+    expect(await analyzeSchema(tdb.url, "svc_analyze")).toEqual([
+      "kysely_migration",
+      "kysely_migration_lock",
+      "widget_log",
+    ]);
+    const { rows } = await admin.query<{ relname: string; reltuples: number }>(
+      `select relname, reltuples::float8 as reltuples from pg_class
+       where relnamespace = 'svc_analyze'::regnamespace and relname in ('widget', 'widget_log') order by relname`,
+    );
+    // -1: never analyzed, so the planner takes the empty table for ten pages rather than for none.
+    expect(rows).toEqual([
+      { relname: "widget", reltuples: -1 },
+      { relname: "widget_log", reltuples: 1 },
+    ]);
   });
 });
 
