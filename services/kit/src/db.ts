@@ -3,15 +3,7 @@
 import { ApiError } from "@dpp/contract";
 import pg from "pg";
 import { prepareValue } from "pg/lib/utils";
-import {
-  Kysely,
-  Migrator,
-  PostgresDialect,
-  sql,
-  type CompiledQuery,
-  type Migration,
-  type PostgresPoolClient,
-} from "kysely";
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type PostgresPoolClient } from "kysely";
 import type { Logger } from "./logger";
 
 // int8 (bigserial ids, count(*)) as JS numbers: every value we keep stays far below 2^53.
@@ -107,6 +99,11 @@ export class PreparedStatements {
 
   constructor(private readonly max: number) {}
 
+  /** Whether any statement is prepared (a bound of 0: none). */
+  get enabled(): boolean {
+    return this.max > 0;
+  }
+
   /** The statement name of a query text; undefined: run it unnamed. */
   nameOf(text: string): string | undefined {
     const known = this.names.get(text);
@@ -170,24 +167,27 @@ export class PreparedStatements {
     values: readonly unknown[],
   ): Promise<pg.QueryResult> {
     const name = values.length > 0 ? this.names.get(text) : undefined;
-    const args =
-      name !== undefined && this.preparedOn.get(client)?.has(name) ? executeArgs(values) : undefined;
-    if (values.length > 0 && args === undefined) {
+    const executed =
+      name !== undefined && this.preparedOn.get(client)?.has(name)
+        ? executeStatement(name, values)
+        : undefined;
+    if (values.length > 0 && executed === undefined) {
       await client.query(lead);
       return this.run(client, text, values);
     }
-    const statement = args === undefined ? text : `execute ${name}(${args})`;
+    const statement = executed ?? text;
     const results = (await client.query(`${lead};\n${statement}`)) as pg.QueryResult | pg.QueryResult[];
     return Array.isArray(results) ? results[results.length - 1]! : results;
   }
 }
 
 /**
- * A prepared statement's values as the literals of an EXECUTE, in the text form node-postgres would send them
- * (its own `prepareValue`: dates, arrays, JSON), each coerced to its parameter's type by Postgres as a bound
+ * Values as the literals of a statement's argument list, for a message of several statements (the simple
+ * protocol, which cannot bind values): in the text form node-postgres would send them (its own `prepareValue`:
+ * dates, arrays, JSON; bytes as a bytea hex literal), each coerced to its parameter's type by Postgres as a bound
  * value is. undefined when a value cannot travel in a message's text (a NUL character).
  */
-function executeArgs(values: readonly unknown[]): string | undefined {
+export function valueLiterals(values: readonly unknown[]): string | undefined {
   const out: string[] = [];
   for (const v of values) {
     const p = prepareValue(v) as string | Buffer | null;
@@ -199,12 +199,25 @@ function executeArgs(values: readonly unknown[]): string | undefined {
   return out.join(", ");
 }
 
+/** `execute <name>(<values>)`: a run of the statement prepared on the connection under `name` (`valueLiterals`). */
+export function executeStatement(name: string, values: readonly unknown[]): string | undefined {
+  const args = valueLiterals(values);
+  return args === undefined ? undefined : `execute ${name}(${args})`;
+}
+
 /** Postgres' refusal to run a prepared statement whose result columns changed since it was prepared. */
 function isStalePlan(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return (
     e?.code === "0A000" && typeof e.message === "string" && e.message.includes("cached plan must not change")
   );
+}
+
+/** Whether db (made by `createDb`) prepares statements: false where `preparedStatements` is 0 (a pooler that keeps none). */
+export function preparesStatements(db: Kysely<any>): boolean {
+  const own = owned.get(db);
+  if (!own) throw new Error("preparesStatements needs a database made by createDb");
+  return own.prepared.enabled;
 }
 
 /**
@@ -280,33 +293,6 @@ export class LeadingStatements {
     this.text = undefined;
     return text;
   }
-}
-
-/**
- * A compiled query with its values written into its text, for `withConnection`'s several statements in one
- * message: text as a quoted literal (pg's escapeLiteral; a NUL, which no text column can hold, refused), bytes
- * as a bytea hex literal, numbers, booleans, null. The query's own text may hold no literal, comment or
- * dollar quote (refused), so that every `$n` in it is a placeholder and no value can end up inside a comment.
- */
-export function inlined(q: CompiledQuery): string {
-  if (/'|--|\/\*|\$(?!\d)/.test(q.sql))
-    throw new Error("a statement whose values are written into its text holds a literal or a comment");
-  return q.sql.replace(/\$(\d+)/g, (_, n: string) => literal(q.parameters[Number(n) - 1]));
-}
-
-function literal(v: unknown): string {
-  if (v === null || v === undefined) return "null";
-  if (typeof v === "string") {
-    if (v.includes("\0")) throw new Error("a text value holds a NUL character");
-    return v.includes("'") || v.includes("\\") ? pg.escapeLiteral(v) : `'${v}'`;
-  }
-  if (typeof v === "boolean") return v ? "true" : "false";
-  // In parentheses when negative: "-" after an operator would start a comment.
-  if (typeof v === "number" && Number.isFinite(v)) return v < 0 ? `(${v})` : String(v);
-  // An escape string literal, read the same whatever standard_conforming_strings says.
-  if (v instanceof Uint8Array)
-    return `E'\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}'::bytea`;
-  throw new Error(`a value of type ${typeof v} cannot be written into a statement`);
 }
 
 /**

@@ -21,7 +21,8 @@
  *      in step 1.
  * The kit's own statements travel in two messages of several statements, one round trip each (decision
  * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. Steps 1 and 3
- * are two functions of the service's schema (decision 0036), so Postgres keeps their plans. So a call
+ * are two functions of the service's schema (decision 0036), so Postgres keeps their plans, and each call of
+ * them is a statement prepared once per connection and run by EXECUTE (decision 0042). So a call
  * that runs costs two round trips beyond its work's statements, and what the work locks (rows it changed) is
  * held for one round trip after the work's last statement answered (an organization's outbox lock is taken
  * only at commit: outbox.ts, decision 0035).
@@ -41,10 +42,10 @@
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
-import type { QueryResult } from "pg";
+import type { PoolClient, QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
-import { inlined, migrateKitPart, withConnection } from "./db";
+import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
 /** Seconds a client is told to wait when the same key is still being worked on. */
@@ -397,11 +398,56 @@ function answerRecorded<R>(o: IdempotentCallOptions<R>, found: Found): Idempoten
   throw replayedError(recorded as RecordedError, found.request_id);
 }
 
+/**
+ * The calls of the three functions, prepared on each connection of the pool the first time a keyed call uses it
+ * (`prepareKeyStatements`) and run by EXECUTE in the kit's messages: Postgres neither parses nor plans them again
+ * on every call, as it did while each message carried them as statements of their own (decision 0042). A pool
+ * that prepares nothing (`preparedStatements: 0`, for a pooler that keeps no session state) sends the calls
+ * themselves.
+ */
+const KEY_STATEMENTS = {
+  kit_idem_open: { params: "text, boolean, text, text", call: "select * from kit_idempotency_open" },
+  kit_idem_claim: { params: "text, boolean, text, text", call: "select kit_idempotency_claim" },
+  kit_idem_record: {
+    params: "text, boolean, text, text, text, text, text, bytea, text",
+    call: "select kit_idempotency_record",
+  },
+};
+type KeyStatement = keyof typeof KEY_STATEMENTS;
+
+/** The connections on which KEY_STATEMENTS are prepared (a prepared statement lives as long as its session). */
+const keyStatementsOn = new WeakSet<PoolClient>();
+
+/** Prepares KEY_STATEMENTS on the connection, in one message, unless they are already (or the pool prepares none). */
+async function prepareKeyStatements(db: Kysely<any>, client: PoolClient): Promise<void> {
+  if (keyStatementsOn.has(client) || !preparesStatements(db)) return;
+  const prepare = Object.entries(KEY_STATEMENTS).map(([name, { params, call }]) => {
+    const n = params.split(",").length;
+    return `prepare ${name}(${params}) as ${call}(${Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ")})`;
+  });
+  await client.query(message(...prepare));
+  keyStatementsOn.add(client);
+}
+
+/**
+ * A key statement with its values: `execute` of the prepared statement, or the call itself where the pool prepares
+ * nothing. A value that cannot travel in a message's text (NUL) is a bug: the gateway refuses such keys.
+ */
+function keyStatement(db: Kysely<any>, name: KeyStatement, values: unknown[]): string {
+  const args = valueLiterals(values);
+  if (args === undefined) throw new Error("a value of an idempotency statement holds a NUL character");
+  return preparesStatements(db) ? `execute ${name}(${args})` : `${KEY_STATEMENTS[name].call}(${args})`;
+}
+
 /** The key's lock tried and its record read, in one statement (kit_idempotency_open). */
-function lockAndRead(t: TenantContext) {
+function lockAndRead(db: Kysely<any>, t: TenantContext): string {
   const idem = t.idempotency!;
-  return sql<{ locked: boolean } & Partial<Found>>`
-    select * from kit_idempotency_open(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key})`;
+  return keyStatement(db, "kit_idem_open", [
+    t.organizationId,
+    t.livemode,
+    idem.callerOrganizationId,
+    idem.key,
+  ]);
 }
 
 /**
@@ -409,9 +455,14 @@ function lockAndRead(t: TenantContext) {
  * held or a live record exists (kit_idempotency_claim): sent ahead of the work's first statement, whose message it
  * then ends (`openWithWork`).
  */
-function claim(t: TenantContext) {
+function claim(db: Kysely<any>, t: TenantContext): string {
   const idem = t.idempotency!;
-  return sql`select kit_idempotency_claim(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key})`;
+  return keyStatement(db, "kit_idem_claim", [
+    t.organizationId,
+    t.livemode,
+    idem.callerOrganizationId,
+    idem.key,
+  ]);
 }
 
 /** What the claim fails with when the key is busy or recorded (see `claim`). */
@@ -429,11 +480,25 @@ const RECORD_KEPT = "the idempotency record is live";
  * (committed after the read of `lockAndRead`) stays, and the statement then fails (invalid_text_representation,
  * RECORD_KEPT), so that the commit sent after it in the same message does not run and the work is rolled back.
  */
-function record(t: TenantContext, method: string, response: Uint8Array | null, error: string | null) {
+function record(
+  db: Kysely<any>,
+  t: TenantContext,
+  method: string,
+  response: Uint8Array | null,
+  error: string | null,
+): string {
   const idem = t.idempotency!;
-  return sql`
-    select kit_idempotency_record(${t.organizationId}, ${t.livemode}, ${idem.callerOrganizationId}, ${idem.key},
-      ${idem.fingerprint}, ${method}, ${t.requestId}, ${response}, ${error})`;
+  return keyStatement(db, "kit_idem_record", [
+    t.organizationId,
+    t.livemode,
+    idem.callerOrganizationId,
+    idem.key,
+    idem.fingerprint,
+    method,
+    t.requestId,
+    response === null ? null : Buffer.from(response.buffer, response.byteOffset, response.byteLength),
+    error,
+  ]);
 }
 
 function isRecordKept(err: unknown): boolean {
@@ -447,8 +512,9 @@ const message = (...statements: Array<string | false>) => statements.filter(Bool
 /**
  * One attempt in one transaction. Without `savepoints`, rolled back as a whole (next: a second attempt) when the
  * work's writes would have to be undone alone; with them, a refusal is rolled back to the work savepoint.
- * The kit's own statements go in two messages (see the header), their values written into their text
- * (`inlined`): node-postgres sends a query without values in one message however many statements it holds.
+ * The kit's own statements go in two messages (see the header), as EXECUTEs of statements prepared on the
+ * connection with their values written into their text (`executeStatement`): node-postgres sends a query without
+ * values in one message however many statements it holds.
  * `withWork` (`openWithWork`, first attempt only): begin and the key's claim go ahead of the work's first
  * statement, in its message; a work that sends none has the key opened before its answer is recorded.
  */
@@ -461,6 +527,7 @@ async function attempt<R>(
   const t = o.ctx;
   const idem = t.idempotency!;
   return withConnection(o.db, async (trx, client, lead): Promise<Attempt<R>> => {
+    await prepareKeyStatements(o.db, client);
     // Whether a transaction may be open on the connection: rolled back before the connection is given back.
     let open = false;
     /** Begin, the key's lock and its record read; an answer when the key is recorded (busy: refused). */
@@ -469,11 +536,7 @@ async function attempt<R>(
       // The lock, then the read on a snapshot taken once the lock is held (kit_idempotency_open): a record that
       // the attempt holding the lock before committed is seen. The record statement stays the safety net.
       const opened = await client.query(
-        message(
-          "begin",
-          inlined(lockAndRead(t).compile(o.db)),
-          savepoints && `savepoint ${WORK_SAVEPOINT_NAME}`,
-        ),
+        message("begin", lockAndRead(o.db, t), savepoints && `savepoint ${WORK_SAVEPOINT_NAME}`),
       );
       const row = resultOf(opened, "SELECT").rows[0] as ({ locked: boolean } & Partial<Found>) | undefined;
       if (!row?.locked)
@@ -492,7 +555,7 @@ async function attempt<R>(
     /** The claim sent with the work's first statement found the key busy or recorded: this attempt is void. */
     const unclaimed = () => withWork && lead.sent && isNotClaimed(lead.failure);
     try {
-      if (withWork) lead.set(message("begin", inlined(claim(t).compile(o.db))));
+      if (withWork) lead.set(message("begin", claim(o.db, t)));
       else {
         const answered = await opening();
         if (answered) return answered;
@@ -538,7 +601,7 @@ async function attempt<R>(
         await client.query(
           message(
             undo && `rollback to savepoint ${WORK_SAVEPOINT_NAME}`,
-            inlined(record(t, o.method, bytes, error).compile(o.db)),
+            record(o.db, t, o.method, bytes, error),
             "commit",
           ),
         );

@@ -293,17 +293,27 @@ function kinds(text: string): string {
       const st = statement.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
       if (/^(begin|commit|rollback|savepoint|rollback to savepoint)( \w+)?$/.test(st))
         return st.replace(/ idempotent_work$/, "");
-      if (/^select \* from kit_idempotency_open\(/.test(st)) return "lock and read key";
-      if (/^select kit_idempotency_claim\(/.test(st)) return "claim key";
+      if (/^prepare kit_idem_(open|claim|record)\(/.test(st)) return "prepare key statement";
+      // Prepared (EXECUTE), or the call itself on a pool that prepares nothing.
+      if (/^(execute kit_idem_open|select \* from kit_idempotency_open)\(/.test(st))
+        return "lock and read key";
+      if (/^(execute kit_idem_claim|select kit_idempotency_claim)\(/.test(st)) return "claim key";
       if (/^execute kit_\d+_\d+\(/.test(st)) return "execute prepared";
-      if (/^select kit_idempotency_record\(/.test(st)) return "record key";
+      if (/^(execute kit_idem_record|select kit_idempotency_record)\(/.test(st)) return "record key";
       const m = /^insert into (\w+)/.exec(st);
       return m ? `insert ${m[1]}` : st.slice(0, 40);
     })
     .join(" + ");
 }
 
-/** The messages the pool of `one` sent while `call` ran, by kind: one message, one round trip. */
+/** The message that prepares the key's three statements, once per connection (before its first keyed call). */
+const PREPARE_KEY_STATEMENTS = "prepare key statement + prepare key statement + prepare key statement";
+
+/**
+ * The messages the pool of `one` sent while `call` ran, by kind: one message, one round trip. The preparation of
+ * the key's statements is left out (it comes once per connection, whichever test first used it: see the test of a
+ * fresh connection).
+ */
 async function messagesOf(call: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   recording = sent;
@@ -312,7 +322,7 @@ async function messagesOf(call: () => Promise<unknown>): Promise<string[]> {
   } finally {
     recording = undefined;
   }
-  return sent.map(kinds);
+  return sent.map(kinds).filter((kind) => kind !== PREPARE_KEY_STATEMENTS);
 }
 
 const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>, openWithWork = false) =>
@@ -437,27 +447,81 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
     expect(await stateOfOne()).toEqual(["idle"]);
   });
 
-  it("on a connection that has not prepared the work's statement yet: the claim goes first, alone", async () => {
+  it("on a connection that has not prepared the work's statement yet: the claim goes first, alone (the key's statements prepared once before)", async () => {
     const fresh = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-fresh", max: 1 });
     const unwatch = watchStatements("kit-idem-fresh", (text) => recording?.push(text));
     try {
-      const ctx = keyed();
-      const sent = await messagesOf(() =>
-        callOn(
-          fresh,
-          ctx,
-          async () => {
-            await insertItemOn(fresh, ctx, `${ctx.requestId}-fresh`);
-            return "written";
-          },
-          true,
-        ),
-      );
-      expect(sent).toEqual(["begin + claim key", "insert item", "record key + commit"]);
-      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-fresh`]);
+      const callFresh = async () => {
+        const ctx = keyed();
+        const sent: string[] = [];
+        recording = sent;
+        try {
+          await callOn(
+            fresh,
+            ctx,
+            async () => {
+              await insertItemOn(fresh, ctx, `${ctx.requestId}-fresh`);
+              return "written";
+            },
+            true,
+          );
+        } finally {
+          recording = undefined;
+        }
+        expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-fresh`]);
+        return sent.map(kinds);
+      };
+      // The key's statements are prepared first, in a message of their own, once per connection.
+      expect(await callFresh()).toEqual([
+        PREPARE_KEY_STATEMENTS,
+        "begin + claim key",
+        "insert item",
+        "record key + commit",
+      ]);
+      expect(await callFresh()).toEqual(["begin + claim key + execute prepared", "record key + commit"]);
     } finally {
       unwatch();
       await fresh.destroy();
+    }
+  });
+
+  it("on a pool that prepares nothing (preparedStatements 0): the key's calls travel as statements, and a retry replays", async () => {
+    const plain = createDb<any>({
+      url: tdb.url,
+      schema: "idem",
+      applicationName: "kit-idem-plain",
+      max: 1,
+      preparedStatements: 0,
+    });
+    const sent: string[] = [];
+    const unwatch = watchStatements("kit-idem-plain", (text) => sent.push(text));
+    try {
+      const ctx = keyed();
+      const work = async () => {
+        await transaction(plain, ctx, (trx) =>
+          trx
+            .insertInto("item")
+            .values({ name: `${ctx.requestId}-plain` })
+            .execute(),
+        );
+        return "written";
+      };
+      const on = (openWithWork: boolean) =>
+        runIdempotent({ db: plain, ctx, method: METHOD, encode, decode, openWithWork }, work);
+      expect(await on(true)).toEqual({ response: "written", replayed: false });
+      expect(await on(false)).toEqual({ response: "written", replayed: true });
+      expect(sent.map(kinds)).toEqual([
+        "begin + claim key",
+        "insert item",
+        "record key + commit",
+        "begin + lock and read key",
+        "commit",
+      ]);
+      expect(sent.join("\n")).not.toMatch(/\b(prepare|execute) /);
+      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-plain`]);
+    } finally {
+      unwatch();
+      await plain.destroy();
     }
   });
 

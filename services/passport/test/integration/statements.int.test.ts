@@ -62,22 +62,29 @@ function statementKind(text: string): string {
   const s = text.replace(/\s+/g, " ").replace(/"/g, "").trim().toLowerCase();
   const executed = /^execute (kit_\d+_\d+)\(/.exec(s);
   if (executed) return statementKind(preparedTexts.get(executed[1]!) ?? `unknown prepared ${executed[1]}`);
-  if (s.startsWith("select kit_idempotency_claim(")) return "claim key";
+  if (s.startsWith("prepare kit_idem_")) return "prepare key statement";
+  if (s.startsWith("execute kit_idem_claim(")) return "claim key";
   if (/^(savepoint|release savepoint|rollback to savepoint) /.test(s)) return s.replace(/ \w+$/, "");
   if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
   const written = /^with written as \( ?(insert into|update) (\w+)/.exec(s);
   if (written && s.includes("insert into outbox"))
     return `${written[1] === "update" ? "update" : "insert"} ${written[2]} + event`;
   if (s.includes("outbox")) return "outbox";
-  if (s.startsWith("select * from kit_idempotency_open(")) return "lock and read key";
-  if (s.startsWith("select kit_idempotency_record(")) return "record key";
+  if (s.startsWith("execute kit_idem_open(")) return "lock and read key";
+  if (s.startsWith("execute kit_idem_record(")) return "record key";
   const m = /^(?:(insert) into|(update)|(delete) from|(select) .*? from) (\w+)/.exec(s);
   if (m) return `${m.slice(1, 5).find(Boolean)} ${m[5]}${s.includes(" for update") ? " for update" : ""}`;
   if (s.includes("pg_advisory_xact_lock")) return "advisory lock";
   return s.slice(0, 40);
 }
 
-/** The messages the service sent while `call` ran, by kind (the answer leaves after the commit). */
+/** The message that prepares the kit's three key statements on a connection, before its first keyed call. */
+const PREPARE_KEY_STATEMENTS = "prepare key statement + prepare key statement + prepare key statement";
+
+/**
+ * The messages the service sent while `call` ran, by kind (the answer leaves after the commit). The preparation of
+ * the key's statements is left out: it comes once per connection of the pool, whichever call first used it.
+ */
 async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   recording = sent;
@@ -86,7 +93,7 @@ async function statementsOf(call: () => Promise<unknown>): Promise<string[]> {
   } finally {
     recording = undefined;
   }
-  return sent.map(kind);
+  return sent.map(kind).filter((k) => k !== PREPARE_KEY_STATEMENTS);
 }
 
 const key = (ctx: RequestContext): RequestContext => ({
