@@ -10,6 +10,7 @@ import { createDb, migrateSchema } from "../../src/db";
 import { ApiError } from "@dpp/contract";
 import {
   createIdempotencyTable,
+  idempotencyMigrations,
   migrateIdempotency,
   runIdempotent,
   singleStatement,
@@ -522,6 +523,44 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
     } finally {
       unwatch();
       await plain.destroy();
+    }
+  });
+
+  it("a connection whose preparation failed half-way (a function missing) prepares all three once the function is back", async () => {
+    const late = createDb<any>({
+      url: tdb.url,
+      schema: "idem_late",
+      applicationName: "kit-idem-late",
+      max: 1,
+    });
+    try {
+      await migrateSchema(late, "idem_late", {
+        "0001": {
+          async up(m) {
+            await createIdempotencyTable(m);
+            await m.schema
+              .createTable("item")
+              .addColumn("name", "text", (c) => c.primaryKey())
+              .execute();
+          },
+        },
+      });
+      // As on a database whose kit migrations are behind the code: the open function exists, the claim not.
+      await sql`drop function kit_idempotency_claim(text, boolean, text, text)`.execute(late);
+      const ctx = keyed();
+      const run = () =>
+        runIdempotent({ db: late, ctx, method: METHOD, encode, decode, openWithWork: true }, async () => {
+          await transaction(late, ctx, (trx) =>
+            trx.insertInto("item").values({ name: ctx.requestId }).execute(),
+          );
+          return "written";
+        });
+      await expect(run()).rejects.toMatchObject({ code: "42883" });
+      await idempotencyMigrations["0003_claim_own_body"]!.up(late);
+      expect(await run()).toEqual({ response: "written", replayed: false });
+      expect(await run()).toEqual({ response: "written", replayed: true });
+    } finally {
+      await late.destroy();
     }
   });
 
