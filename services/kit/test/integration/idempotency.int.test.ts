@@ -5,7 +5,7 @@
  * record's statement or the commit failing), and the messages a call sends.
  */
 import { randomBytes } from "node:crypto";
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Migration } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
 import { ApiError } from "@dpp/contract";
 import {
@@ -29,6 +29,17 @@ let one: Kysely<any>;
 let recording: string[] | undefined;
 let restoreQuery: () => void = () => undefined;
 
+/** The idempotency table and a table of items, the work's writes. */
+const ITEMS_MIGRATION: Migration = {
+  async up(m) {
+    await createIdempotencyTable(m);
+    await m.schema
+      .createTable("item")
+      .addColumn("name", "text", (c) => c.primaryKey())
+      .execute();
+  },
+};
+
 beforeAll(async () => {
   restoreQuery = watchStatements("kit-idem-one", (text) => recording?.push(text));
   tdb = await createTestDatabase("kit_idem");
@@ -36,15 +47,7 @@ beforeAll(async () => {
   other = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-other", max: 1 });
   one = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-one", max: 1 });
   await migrateSchema(db, "idem", {
-    "0001": {
-      async up(m) {
-        await createIdempotencyTable(m);
-        await m.schema
-          .createTable("item")
-          .addColumn("name", "text", (c) => c.primaryKey())
-          .execute();
-      },
-    },
+    "0001": ITEMS_MIGRATION,
     "0002": {
       async up(m) {
         // Checked at commit: a duplicate name fails the commit, not the insert.
@@ -332,6 +335,17 @@ const callOn = (on: Kysely<any>, ctx: TenantContext, work: () => Promise<string>
 const insertItemOn = (on: Kysely<any>, call: CallScope, name: string) =>
   singleStatement(on, call, (q) => q.insertInto("item").values({ name }).execute());
 
+/** A pool of one connection of its own, for a test that watches or breaks what a fresh connection does. */
+const onePool = (applicationName: string, schema = "idem", preparedStatements?: number) =>
+  createDb<any>({ url: tdb.url, schema, applicationName, max: 1, preparedStatements });
+
+/** A keyed call on `on` whose work inserts the item `name` and answers "written". */
+const writeOn = (on: Kysely<any>, ctx: TenantContext, name: string, openWithWork: boolean) =>
+  runIdempotent({ db: on, ctx, method: METHOD, encode, decode, openWithWork }, async () => {
+    await insertItemOn(on, ctx, name);
+    return "written";
+  });
+
 /** The record of ctx's key, if any. */
 async function recordOf(ctx: TenantContext) {
   return other
@@ -449,7 +463,7 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
   });
 
   it("on a connection that has not prepared the work's statement yet: the claim goes first, alone (the key's statements prepared once before)", async () => {
-    const fresh = createDb<any>({ url: tdb.url, schema: "idem", applicationName: "kit-idem-fresh", max: 1 });
+    const fresh = onePool("kit-idem-fresh");
     const unwatch = watchStatements("kit-idem-fresh", (text) => recording?.push(text));
     try {
       const callFresh = async () => {
@@ -457,15 +471,7 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
         const sent: string[] = [];
         recording = sent;
         try {
-          await callOn(
-            fresh,
-            ctx,
-            async () => {
-              await insertItemOn(fresh, ctx, `${ctx.requestId}-fresh`);
-              return "written";
-            },
-            true,
-          );
+          await writeOn(fresh, ctx, `${ctx.requestId}-fresh`, true);
         } finally {
           recording = undefined;
         }
@@ -487,30 +493,14 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
   });
 
   it("on a pool that prepares nothing (preparedStatements 0): the key's calls travel as statements, and a retry replays", async () => {
-    const plain = createDb<any>({
-      url: tdb.url,
-      schema: "idem",
-      applicationName: "kit-idem-plain",
-      max: 1,
-      preparedStatements: 0,
-    });
+    const plain = onePool("kit-idem-plain", "idem", 0);
     const sent: string[] = [];
     const unwatch = watchStatements("kit-idem-plain", (text) => sent.push(text));
     try {
       const ctx = keyed();
-      const work = async () => {
-        await transaction(plain, ctx, (trx) =>
-          trx
-            .insertInto("item")
-            .values({ name: `${ctx.requestId}-plain` })
-            .execute(),
-        );
-        return "written";
-      };
-      const on = (openWithWork: boolean) =>
-        runIdempotent({ db: plain, ctx, method: METHOD, encode, decode, openWithWork }, work);
-      expect(await on(true)).toEqual({ response: "written", replayed: false });
-      expect(await on(false)).toEqual({ response: "written", replayed: true });
+      const name = `${ctx.requestId}-plain`;
+      expect(await writeOn(plain, ctx, name, true)).toEqual({ response: "written", replayed: false });
+      expect(await writeOn(plain, ctx, name, false)).toEqual({ response: "written", replayed: true });
       expect(sent.map(kinds)).toEqual([
         "begin + claim key",
         "insert item",
@@ -527,34 +517,13 @@ describe("the key opened with the work's first statement (openWithWork)", () => 
   });
 
   it("a connection whose preparation failed half-way (a function missing) prepares all three once the function is back", async () => {
-    const late = createDb<any>({
-      url: tdb.url,
-      schema: "idem_late",
-      applicationName: "kit-idem-late",
-      max: 1,
-    });
+    const late = onePool("kit-idem-late", "idem_late");
     try {
-      await migrateSchema(late, "idem_late", {
-        "0001": {
-          async up(m) {
-            await createIdempotencyTable(m);
-            await m.schema
-              .createTable("item")
-              .addColumn("name", "text", (c) => c.primaryKey())
-              .execute();
-          },
-        },
-      });
+      await migrateSchema(late, "idem_late", { "0001": ITEMS_MIGRATION });
       // As on a database whose kit migrations are behind the code: the open function exists, the claim not.
       await sql`drop function kit_idempotency_claim(text, boolean, text, text)`.execute(late);
       const ctx = keyed();
-      const run = () =>
-        runIdempotent({ db: late, ctx, method: METHOD, encode, decode, openWithWork: true }, async () => {
-          await transaction(late, ctx, (trx) =>
-            trx.insertInto("item").values({ name: ctx.requestId }).execute(),
-          );
-          return "written";
-        });
+      const run = () => writeOn(late, ctx, ctx.requestId, true);
       await expect(run()).rejects.toMatchObject({ code: "42883" });
       await idempotencyMigrations["0003_claim_own_body"]!.up(late);
       expect(await run()).toEqual({ response: "written", replayed: false });
