@@ -431,11 +431,15 @@ async function prepareKeyStatements(db: Kysely<any>, client: PoolClient): Promis
     // A PREPARE that failed (a function missing: the kit's migrations not applied yet) leaves those before it
     // prepared, and preparing them again would fail: they are dropped, so that the next keyed call on this
     // connection prepares all three again.
-    const { rows } = await client.query<{ name: string }>(
-      "select name from pg_prepared_statements where name = any($1::text[])",
-      [Object.keys(KEY_STATEMENTS)],
-    );
-    if (rows.length > 0) await client.query(message(...rows.map((r) => `deallocate ${r.name}`)));
+    // A failure of that cleanup (the connection lost) must not hide the PREPARE's own error.
+    await client
+      .query<{ name: string }>("select name from pg_prepared_statements where name = any($1::text[])", [
+        Object.keys(KEY_STATEMENTS),
+      ])
+      .then(({ rows }) =>
+        rows.length > 0 ? client.query(message(...rows.map((r) => `deallocate ${r.name}`))) : undefined,
+      )
+      .catch(() => undefined);
     throw err;
   }
   keyStatementsOn.add(client);
@@ -508,7 +512,7 @@ function record(
     idem.fingerprint,
     method,
     t.requestId,
-    response === null ? null : Buffer.from(response.buffer, response.byteOffset, response.byteLength),
+    response,
     error,
   ]);
 }
@@ -525,8 +529,8 @@ const message = (...statements: Array<string | false>) => statements.filter(Bool
  * One attempt in one transaction. Without `savepoints`, rolled back as a whole (next: a second attempt) when the
  * work's writes would have to be undone alone; with them, a refusal is rolled back to the work savepoint.
  * The kit's own statements go in two messages (see the header), as EXECUTEs of statements prepared on the
- * connection with their values written into their text (`keyStatement`): node-postgres sends a query without
- * values in one message however many statements it holds.
+ * connection (on a pool that prepares nothing, as the calls themselves) with their values written into their text
+ * (`keyStatement`): node-postgres sends a query without values in one message however many statements it holds.
  * `withWork` (`openWithWork`, first attempt only): begin and the key's claim go ahead of the work's first
  * statement, in its message; a work that sends none has the key opened before its answer is recorded.
  */
