@@ -17,7 +17,15 @@ import { ensureDemoCredentials } from "@dpp/stack/demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "@dpp/stack/embedded-postgres";
 import { CASES, createBody, publishableBody, type CaseName, type Target } from "./cases";
 import type { LagResult, LoadCommand, RunResult } from "./loadgen";
-import { bundleEntries, REPO_ROOT, startBundle, startNodeProcess, stopProcess } from "./node-process";
+import {
+  bundleEntries,
+  NODE_FLAGS,
+  REPO_ROOT,
+  startBundle,
+  startNodeProcess,
+  stopProcess,
+  type NodeFlags,
+} from "./node-process";
 import { processCpuMs, treeCpuMs } from "./procstat";
 import { ProfileFile } from "./profile";
 import { fmt, median, percentile, table } from "./stats";
@@ -26,7 +34,7 @@ import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 const USAGE = `npm run bench -- [--rounds 3] [--seconds 10] [--connections 16] [--cases get,list,...]
                      [--settle 10.5] [--prefill 2000] [--warmup 3] [--rewarm 2]
                      [--lag-rates 150,200] [--lag-seconds 10]
-                     [--quick] [--profile]
+                     [--node-flags local|image] [--quick] [--profile]
 cases: ${CASES.join(", ")}`;
 
 const { values: args } = parseArgs({
@@ -41,6 +49,7 @@ const { values: args } = parseArgs({
     rewarm: { type: "string" },
     "lag-rates": { type: "string" },
     "lag-seconds": { type: "string" },
+    "node-flags": { type: "string" },
     quick: { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
@@ -71,7 +80,12 @@ const opts = {
   lagRates: (args["lag-rates"] ?? (quick ? "50" : "150,200")).split(",").filter(Boolean).map(Number),
   cases: (args.cases ?? CASES.join(",")).split(",").filter(Boolean) as CaseName[],
   profile: args.profile!,
+  nodeFlags: (args["node-flags"] ?? "local") as NodeFlags,
 };
+if (!(opts.nodeFlags in NODE_FLAGS)) {
+  console.error(`Unknown --node-flags ${opts.nodeFlags}: local or image.\n${USAGE}`);
+  process.exit(2);
+}
 for (const c of opts.cases)
   if (!CASES.includes(c)) {
     console.error(`Unknown case ${c}.\n${USAGE}`);
@@ -384,6 +398,7 @@ async function main() {
     logDir,
     logLevel: "warn",
     env: stackEnv,
+    nodeArgs: NODE_FLAGS[opts.nodeFlags],
   });
   const creds = await ensureDemoCredentials(
     databaseUrl,
@@ -409,10 +424,12 @@ async function main() {
     "ref-edge": path.join(REPO_ROOT, "tools/bench/reference/edge.ts"),
   });
   running.refService = startBundle(refBundles["ref-service"]!, [], {
+    nodeArgs: NODE_FLAGS[opts.nodeFlags],
     env: { DATABASE_URL: databaseUrl, REF_GRPC_ADDR: refGrpc },
   });
   logTo(running.refService, "ref-svc");
   running.refEdge = startBundle(refBundles["ref-edge"]!, [], {
+    nodeArgs: NODE_FLAGS[opts.nodeFlags],
     env: {
       REF_HTTP_PORT: String(refHttp),
       REF_SERVICE_ADDR: refGrpc,
@@ -597,7 +614,8 @@ async function main() {
   );
   out.push(
     `${opts.rounds} round(s) x ${opts.seconds} s per side, interleaved ref/full; ${opts.connections} connections; ` +
-      `medians across rounds; CPU in ms per request; settle ${opts.settle} s; re-warm-up ${opts.rewarm} s before each round`,
+      `medians across rounds; CPU in ms per request; settle ${opts.settle} s; re-warm-up ${opts.rewarm} s before each round; ` +
+      `node flags: ${opts.nodeFlags} (${NODE_FLAGS[opts.nodeFlags].join(" ") || "V8's defaults"})`,
   );
   out.push(
     `idle (subtracted): ` +

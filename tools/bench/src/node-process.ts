@@ -1,7 +1,8 @@
 /**
  * How the benchmark starts a Node process of its own. The reference stack runs the way tools/stack runs a
  * service: an esbuild bundle made with the image's options (tools/bundle.mjs `serviceBuildOptions`), started
- * with the services' node flags (SERVICE_NODE_ARGS), so both sides pay the same loader and start-up costs.
+ * with the same node flags as the full system's services (NODE_FLAGS), so both sides pay the same loader,
+ * start-up and garbage-collection costs.
  * The load generator is not measured and runs from source under tsx.
  */
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
@@ -17,10 +18,18 @@ export const REPO_ROOT = path.resolve(__dirname, "../../..");
  */
 const BUILD_DIR = path.join(REPO_ROOT, "tools", "bench", "node_modules", ".cache", "bench-build");
 
+/**
+ * Node's own flags of every measured process, both sides (`--node-flags`): `local`, those of the local stack
+ * (SERVICE_NODE_ARGS: young generation of at most 4 MiB per semi-space, for a smaller idle stack); `image`,
+ * those of the image and the chart (V8's defaults: up to 16 MiB per semi-space).
+ */
+export const NODE_FLAGS = { local: SERVICE_NODE_ARGS, image: [] as readonly string[] } as const;
+export type NodeFlags = keyof typeof NODE_FLAGS;
+
 export interface NodeProcessOptions {
   env?: Record<string, string>;
-  /** Extra flags for node itself (e.g. --require of a profiler). */
-  nodeArgs?: string[];
+  /** Node's own flags (NODE_FLAGS.local when absent; startNodeProcess: none). */
+  nodeArgs?: readonly string[];
   stdio?: StdioOptions;
 }
 
@@ -44,9 +53,9 @@ export async function bundleEntries(entries: Record<string, string>): Promise<Re
   return out;
 }
 
-/** Starts a bundle (bundleEntries) with the services' node flags. */
+/** Starts a bundle (bundleEntries), with the local stack's node flags unless `o.nodeArgs` says otherwise. */
 export function startBundle(bundle: string, args: string[], o: NodeProcessOptions = {}): ChildProcess {
-  return spawn(process.execPath, [...SERVICE_NODE_ARGS, ...(o.nodeArgs ?? []), bundle, ...args], {
+  return spawn(process.execPath, [...(o.nodeArgs ?? NODE_FLAGS.local), bundle, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...o.env },
     stdio: o.stdio ?? ["ignore", "pipe", "pipe"],

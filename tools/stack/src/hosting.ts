@@ -66,6 +66,8 @@ export interface LaunchOptions {
   env: Record<string, string>;
   /** Where the run writes its output (appended); undefined → this process's stdout and stderr. */
   logFile?: string;
+  /** Node's own flags of a service process (SERVICE_NODE_ARGS when absent); a thread takes its process's. */
+  nodeArgs?: readonly string[];
 }
 
 export function launch(hosting: Hosting, o: LaunchOptions): Unit {
@@ -93,11 +95,15 @@ function launchProcess(o: LaunchOptions): Unit {
   let child: ChildProcess;
   try {
     // stdin is a pipe that only closes when this process ends: PARENT_WATCH stops the child then.
-    child = spawn(process.execPath, [...SERVICE_NODE_ARGS, "--require", PARENT_WATCH, o.bundle, ...o.args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...o.env },
-      stdio: fd === undefined ? ["pipe", "inherit", "inherit"] : ["pipe", fd, fd],
-    });
+    child = spawn(
+      process.execPath,
+      [...(o.nodeArgs ?? SERVICE_NODE_ARGS), "--require", PARENT_WATCH, o.bundle, ...o.args],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...o.env },
+        stdio: fd === undefined ? ["pipe", "inherit", "inherit"] : ["pipe", fd, fd],
+      },
+    );
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }

@@ -70,6 +70,8 @@ export interface StackOptions {
   logDir?: string;
   logLevel?: string;
   env?: Record<string, string>;
+  /** Node's own flags of each service process (process hosting); SERVICE_NODE_ARGS when absent. */
+  nodeArgs?: readonly string[];
   log?: Pick<Logger, "info" | "warn" | "error">;
   /** Internal-auth key pairs of the callers (made fresh for each stack when absent). */
   keys?: StackKeys;
@@ -382,6 +384,7 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
       args: ["serve"],
       env: envs[name],
       logFile: o.logDir ? logFileOf(o.logDir, name) : undefined,
+      nodeArgs: o.nodeArgs,
     });
     services[name] = {
       name,
