@@ -1,11 +1,11 @@
 import { Writable } from "node:stream";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { commonV1, rpcStatus } from "@dpp/proto";
+import { commonV1, passportV1, rpcStatus } from "@dpp/proto";
 import { ApiError } from "@dpp/contract";
-import { callerNotAuthenticated, fromServiceError, toServiceError } from "./grpc";
+import { callerNotAuthenticated, fromServiceError, serviceDefinition, toServiceError } from "./grpc";
 
 /** What a client sees of a failed call: the status code and the trailers the server sent. */
 function asReceived(partial: Partial<grpc.ServiceError>): grpc.ServiceError {
@@ -172,5 +172,24 @@ describe("a call refused for not proving its caller", () => {
   it("passes a packed key error through unchanged", () => {
     const back = fromServiceError(asReceived(toServiceError(new ApiError("invalid_key"))), "passport");
     expect(back.code).toBe("invalid_key");
+  });
+});
+
+describe("a service's answers on the wire (no network)", () => {
+  const getPassport = serviceDefinition(passportV1.PassportService as never).getPassport!;
+  const answer = { passport: { id: "pp_1", organizationId: "org_a", category: "textile", version: 3 } };
+
+  it("encodes a message the handler answers", () => {
+    const sent = getPassport.responseSerialize(answer);
+    expect(fromBinary(passportV1.GetPassportResponseSchema, sent).passport?.version).toBe(3);
+  });
+
+  it("sends an answer already encoded (a keyed call's, as recorded) as it is, byte for byte", () => {
+    const recorded = toBinary(
+      passportV1.GetPassportResponseSchema,
+      create(passportV1.GetPassportResponseSchema, answer),
+    );
+    const sent = getPassport.responseSerialize(recorded);
+    expect(Buffer.compare(sent, Buffer.from(recorded))).toBe(0);
   });
 });

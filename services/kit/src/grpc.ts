@@ -54,7 +54,9 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
       responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
       requestSerialize: (msg: any) => u8ToBuffer(toBinary(m.input, create(m.input, msg))),
       requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
-      responseSerialize: (msg: any) => u8ToBuffer(toBinary(m.output, create(m.output, msg))),
+      // An answer already encoded (a keyed call's, as recorded) is sent as it is.
+      responseSerialize: (msg: any) =>
+        msg instanceof Uint8Array ? u8ToBuffer(msg) : u8ToBuffer(toBinary(m.output, create(m.output, msg))),
       responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
     };
   }
@@ -268,6 +270,8 @@ export function addService<T extends GenServiceMethods>(
   const desc = service as unknown as DescService;
   const handlers: grpc.UntypedServiceImplementation = {};
   const idem = options.idempotency;
+  // A keyed answer's bytes, by its message, as written to its record or read from it (see responseSerialize).
+  const encodedAs = new WeakMap<object, Uint8Array>();
   for (const m of desc.methods) {
     const fn = (impl as Record<string, UnaryImpl<DescMessage, DescMessage>>)[m.localName];
     if (!fn) throw new Error(`${desc.typeName}.${m.name} has no implementation`);
@@ -323,8 +327,16 @@ export function addService<T extends GenServiceMethods>(
             db: idem.db,
             ctx: requireTenant(ctx),
             method: path,
-            encode: (r) => toBinary(m.output, r),
-            decode: (b) => fromBinary(m.output, b),
+            encode: (r) => {
+              const bytes = toBinary(m.output, r);
+              encodedAs.set(r, bytes);
+              return bytes;
+            },
+            decode: (b) => {
+              const r = fromBinary(m.output, b);
+              encodedAs.set(r, b);
+              return r;
+            },
             onCommitted: idem.onCommitted,
             openWithWork: idem.openWithWork,
           },
@@ -336,7 +348,8 @@ export function addService<T extends GenServiceMethods>(
               md.set(REPLAYED_METADATA_KEY, "true");
               call.sendMetadata(md);
             }
-            cb(null, response);
+            // Encoded once: the bytes the record holds are the answer's.
+            cb(null, encodedAs.get(response) ?? response);
           })
           .catch(fail);
       } else {
