@@ -82,7 +82,7 @@ const opts = {
   profile: args.profile!,
   nodeFlags: (args["node-flags"] ?? "local") as NodeFlags,
 };
-if (!(opts.nodeFlags in NODE_FLAGS)) {
+if (!Object.hasOwn(NODE_FLAGS, opts.nodeFlags)) {
   console.error(`Unknown --node-flags ${opts.nodeFlags}: local or image.\n${USAGE}`);
   process.exit(2);
 }
