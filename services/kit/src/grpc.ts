@@ -37,8 +37,10 @@ import {
 } from "./internal-auth";
 import type { Logger } from "./logger";
 import { useFastUtf8Encoding } from "./wire";
+import { encodeMessage } from "./encode";
 
-// Every message this adapter encodes writes its strings through Buffer.from (wire.ts).
+// Messages are written by encodeMessage (encode.ts); a schema it leaves to toBinary writes its strings through
+// Buffer.from (wire.ts), as does the error trailer.
 useFastUtf8Encoding();
 
 const u8ToBuffer = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
@@ -52,11 +54,11 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
       originalName: m.name,
       requestStream: m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming",
       responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
-      requestSerialize: (msg: any) => u8ToBuffer(toBinary(m.input, create(m.input, msg))),
+      requestSerialize: (msg: any) => encodeMessage(m.input, msg),
       requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
       // An answer already encoded (a keyed call's, as recorded) is sent as it is.
       responseSerialize: (msg: any) =>
-        msg instanceof Uint8Array ? u8ToBuffer(msg) : u8ToBuffer(toBinary(m.output, create(m.output, msg))),
+        msg instanceof Uint8Array ? u8ToBuffer(msg) : encodeMessage(m.output, msg),
       responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
     };
   }
@@ -328,7 +330,7 @@ export function addService<T extends GenServiceMethods>(
             ctx: requireTenant(ctx),
             method: path,
             encode: (r) => {
-              const bytes = toBinary(m.output, r);
+              const bytes = encodeMessage(m.output, r);
               encodedAs.set(r, bytes);
               return bytes;
             },
