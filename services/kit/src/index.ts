@@ -5,6 +5,8 @@ export * from "./internal-auth";
 export * from "./grpc";
 export * from "./server";
 export * from "./db";
+export * from "./statement";
+export * from "./encode";
 export * from "./pagination";
 export * from "./events";
 export * from "./bus";

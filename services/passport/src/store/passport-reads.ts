@@ -1,23 +1,28 @@
 import { sql, type Kysely } from "kysely";
+import { statement } from "@dpp/kit";
 import type { PassportDB } from "./schema";
 import type { ClaimHolder, ListFilters, PassportRow, Tenant } from "./types";
+
+type ById = { org: string; livemode: boolean; id: string };
+
+/** The one read of a passport by tenant and id: the hottest statement of the service, compiled once. */
+const byId = (q: Kysely<PassportDB>, p: ById) =>
+  q
+    .selectFrom("passport")
+    .selectAll()
+    .where("organization_id", "=", p.org)
+    .where("livemode", "=", p.livemode)
+    .where("id", "=", p.id);
+const readById = statement(byId);
+/** The same read, locking the row until the transaction ends. */
+export const lockById = statement((q: Kysely<PassportDB>, p: ById) => byId(q, p).forUpdate());
 
 /** The reads, on the pool or inside a transaction. */
 export class PassportReads {
   constructor(protected readonly db: Kysely<PassportDB>) {}
 
-  /** The one read of a passport by tenant and id (the row lock adds FOR UPDATE to it). */
-  protected byId(t: Tenant, id: string) {
-    return this.db
-      .selectFrom("passport")
-      .selectAll()
-      .where("organization_id", "=", t.organizationId)
-      .where("livemode", "=", t.livemode)
-      .where("id", "=", id);
-  }
-
   get(t: Tenant, id: string): Promise<PassportRow | undefined> {
-    return this.byId(t, id).executeTakeFirst();
+    return readById.takeFirst(this.db, { org: t.organizationId, livemode: t.livemode, id });
   }
 
   /**

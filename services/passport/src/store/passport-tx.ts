@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from "kysely";
 import { type DomainEvent } from "@dpp/contract";
 import { isUniqueViolation, outboxInsert, writeOutbox } from "@dpp/kit";
 import type { PassportDB } from "./schema";
-import { PassportReads } from "./passport-reads";
+import { lockById, PassportReads } from "./passport-reads";
 import {
   UniqueConflict,
   type ClaimRow,
@@ -24,7 +24,7 @@ export class PassportTx extends PassportReads {
 
   /** Reads a tenant's passport and locks its row until the transaction ends. */
   lockForUpdate(t: Tenant, id: string): Promise<PassportRow | undefined> {
-    return this.byId(t, id).forUpdate().executeTakeFirst();
+    return lockById.takeFirst(this.trx, { org: t.organizationId, livemode: t.livemode, id });
   }
 
   /** See insertPassportWithEvent. */
