@@ -1,4 +1,4 @@
-import { isoTime, newId } from "./ids";
+import { isoTime, newId, randomHex } from "./ids";
 
 describe("newId", () => {
   it("is <prefix>_ followed by 26 lowercase Crockford base32 characters", () => {
@@ -48,5 +48,24 @@ describe("isoTime", () => {
     expect(isoTime("2026-02-03T05:05:06+01:00")).toBe("2026-02-03T04:05:06.000Z");
     expect(isoTime(0)).toBe("1970-01-01T00:00:00.000Z");
     expect(isoTime(Date.now())).toMatch(form);
+  });
+});
+
+describe("randomHex", () => {
+  it("is n random bytes as lowercase hex, never the same twice over many draws (the pool is drawn again)", () => {
+    expect(randomHex(12)).toMatch(/^[0-9a-f]{24}$/);
+    const seen = new Set<string>();
+    // 2,000 draws of 12 bytes: several pools of 4 KiB
+    for (let i = 0; i < 2_000; i++) seen.add(randomHex(12));
+    expect(seen.size).toBe(2_000);
+  });
+
+  it("spreads the characters of newId's random part over the whole alphabet", () => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 4_000; i++)
+      for (const c of newId("x").slice(12)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    // 64,000 characters over 32: about 2,000 each
+    expect(counts.size).toBe(32);
+    for (const n of counts.values()) expect(n).toBeGreaterThan(1_600);
   });
 });

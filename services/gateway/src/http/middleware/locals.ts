@@ -2,8 +2,8 @@
  * What the steps of a request learn about it, kept in res.locals for the steps after it: one object of a fixed
  * shape per request (RequestLocals), made when the request arrives (observe.ts).
  */
-import { randomBytes } from "node:crypto";
 import type { Response } from "express";
+import { randomHex } from "@dpp/contract";
 import type { IdempotencyContext, RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../../modules/identity/authenticator";
 import type { KeyRecord } from "../../modules/identity/identity.repository";
@@ -52,19 +52,9 @@ export class RequestLocals implements Locals {
 
 export const locals = (res: Response) => res.locals as Locals;
 
-/** Random bytes for request ids, drawn from the system 256 ids at a time rather than once per request. */
-const ID_BYTES = 12;
-let idPool = Buffer.alloc(0);
-let idOffset = 0;
-
+/** A request id: 12 random bytes as hex, from the process's pool of random bytes (ids.ts). */
 export function newRequestId(): string {
-  if (idOffset + ID_BYTES > idPool.length) {
-    idPool = randomBytes(ID_BYTES * 256);
-    idOffset = 0;
-  }
-  const id = idPool.toString("hex", idOffset, idOffset + ID_BYTES);
-  idOffset += ID_BYTES;
-  return `req_${id}`;
+  return `req_${randomHex(12)}`;
 }
 
 /**
