@@ -194,9 +194,17 @@ export function valueLiterals(values: readonly unknown[]): string | undefined {
     if (p === null) out.push("null");
     else if (Buffer.isBuffer(p)) out.push(`E'\\\\x${p.toString("hex")}'`);
     else if (p.includes("\0")) return undefined;
-    else out.push(pg.escapeLiteral(p));
+    else out.push(literal(p));
   }
   return out.join(", ");
+}
+
+/**
+ * A string as an SQL literal, as pg.escapeLiteral writes it. pg's copies the text a character at a time; a text
+ * without a quote or a backslash (ids, keys, fingerprints, hex) is the same text in quotes.
+ */
+function literal(s: string): string {
+  return s.includes("'") || s.includes("\\") ? pg.escapeLiteral(s) : `'${s}'`;
 }
 
 /** `execute <name>(<values>)`: a run of the statement prepared on the connection under `name` (`valueLiterals`). */
