@@ -71,6 +71,33 @@ export function serviceBuildOptions(name, entry, outfile) {
   };
 }
 
+/**
+ * esbuild's `keepNames` helper, as it writes it at the top of a bundle, and what it becomes. keepNames calls the
+ * helper on every named function and class, also on each closure a function makes each time it runs (a handler's
+ * `const run = async () => ...`), where it redefines a `name` the closure already has: a runtime call and a
+ * change of the closure's hidden class, on every request. The helper leaves a function whose name is already
+ * the one to keep as it is (the same property, with the same attributes, either way) and renames the rest as
+ * before (a class esbuild renamed to avoid a clash, `Deferred2`, still reads `Deferred`).
+ */
+export const KEEP_NAMES_HELPER = `var __name = (target, value) => __defProp(target, "name", { value, configurable: true });`;
+export const KEEP_NAMES_HELPER_FAST = `var __name = (target, value) => target.name === value ? target : __defProp(target, "name", { value, configurable: true });`;
+
+/**
+ * Puts KEEP_NAMES_HELPER_FAST in place of esbuild's helper in a bundle written with serviceBuildOptions. A bundle
+ * without the helper as expected (another esbuild) fails the build rather than ship unnoticed.
+ */
+export function fastKeepNames(file) {
+  const text = fs.readFileSync(file, "utf8");
+  const at = text.indexOf(KEEP_NAMES_HELPER);
+  if (at < 0 || text.indexOf(KEEP_NAMES_HELPER, at + 1) >= 0) {
+    throw new Error(`${file}: esbuild's keepNames helper is not written as tools/bundle.mjs expects it`);
+  }
+  fs.writeFileSync(
+    file,
+    text.slice(0, at) + KEEP_NAMES_HELPER_FAST + text.slice(at + KEEP_NAMES_HELPER.length),
+  );
+}
+
 /** Run as a command; imported (tools/stack/build.mjs), the module only provides the options above. */
 const asCommand =
   process.argv[1] !== undefined && import.meta.url === pathToFileURL(fs.realpathSync(process.argv[1])).href;
@@ -94,6 +121,7 @@ async function bundle(name) {
   const outdir = path.join(folderOf(name), "dist");
   const outfile = path.join(outdir, "main.js");
   const result = await esbuild.build(serviceBuildOptions(name, entryOf(name), outfile));
+  fastKeepNames(outfile);
   if (flags.has("--meta")) {
     fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
   }

@@ -23,7 +23,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { EXTERNAL, INSTRUMENTED, packageDir, serviceBuildOptions } from "../bundle.mjs";
+import { EXTERNAL, fastKeepNames, INSTRUMENTED, packageDir, serviceBuildOptions } from "../bundle.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const BUILD_DIR = path.join(root, ".dpp", "build");
@@ -220,7 +220,10 @@ export async function build() {
   try {
     const options = buildOptions(tmp);
     const result = await esbuild.build(options);
-    for (const file of Object.keys(bundlesIn(tmp))) asciiOnly(path.join(tmp, `${file}.js`));
+    for (const file of Object.keys(bundlesIn(tmp))) {
+      fastKeepNames(path.join(tmp, `${file}.js`));
+      asciiOnly(path.join(tmp, `${file}.js`));
+    }
     const inputs = workspaceInputs(result.metafile);
     const hash = hashOf(inputs) ?? `unhashed-${Date.now()}`;
     linkExternals(result.metafile, [...options.external, ...INSTRUMENTED, ...EXTERNAL], tmp);
