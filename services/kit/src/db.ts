@@ -57,7 +57,7 @@ export function createPool(o: DbOptions): pg.Pool {
   return pool;
 }
 
-/** The pool and prepared statements of each database made by `createDb`, for `withConnection`. */
+/** The pool and prepared statements of each database made by `createDb`, for `withConnection` and `queryOnPool`. */
 const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatements }>();
 
 /**
@@ -124,6 +124,16 @@ export class PreparedStatements {
   client(client: pg.PoolClient): PostgresPoolClient {
     const query = (text: string, values: readonly unknown[]) => this.run(client, text, values);
     return { query, release: () => client.release() } as unknown as PostgresPoolClient;
+  }
+
+  /** A statement on a connection of `pool`, released after it answered (as Kysely runs a query on the pool). */
+  async onPool(pool: pg.Pool, text: string, values: readonly unknown[]): Promise<pg.QueryResult> {
+    const client = await pool.connect();
+    try {
+      return await this.run(client, text, values);
+    } finally {
+      client.release();
+    }
   }
 
   private async run(
@@ -236,6 +246,20 @@ export function preparesStatements(db: Kysely<any>): boolean {
  * `conn` is a Kysely of its own over that one connection (2 µs to make), so nothing here needs an
  * AsyncLocalStorage, whose async hooks every promise of the process would pay for (decision 0037).
  */
+/**
+ * Runs a compiled statement on the pool of a database made by createDb as Kysely would run it there (on a
+ * connection of the pool, prepared), without Kysely's executor and its layers of promises (statement.ts).
+ * Undefined for any other database: a transaction's statements run through Kysely, on its connection.
+ */
+export function queryOnPool<R extends pg.QueryResultRow>(
+  db: Kysely<any>,
+  text: string,
+  values: readonly unknown[],
+): Promise<pg.QueryResult<R>> | undefined {
+  const own = owned.get(db);
+  return own ? (own.prepared.onPool(own.pool, text, values) as Promise<pg.QueryResult<R>>) : undefined;
+}
+
 export async function withConnection<DB, T>(
   db: Kysely<DB>,
   fn: (conn: Kysely<DB>, client: pg.PoolClient, lead: LeadingStatements) => Promise<T>,
