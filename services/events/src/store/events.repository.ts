@@ -23,9 +23,10 @@
  * appended one by one, where such an event is simply a duplicate.
  *
  * Each event is stored with its public JSON (`public_json`), rendered here when
- * it is appended (../domain/event-json.ts). The feed reads those texts joined
- * by Postgres into the page's JSON array (`listPage`), which the gateway places
- * in its answer as it is (docs/decisions/0030-feed-page-assembled-by-postgres.md).
+ * it is appended (../domain/event-json.ts). The feed reads those texts and joins
+ * them into the page's JSON array, encoded once (`listPage`), which the gateway
+ * places in its answer as it is (docs/decisions/0030-feed-page-assembled-by-postgres.md,
+ * 0043-feed-page-joined-from-binary-rows.md).
  * `listJson` reads them one per event and `list` reads the columns, for a
  * gateway of a previous release (docs/decisions/0026-event-json-rendered-once.md).
  *
@@ -210,29 +211,9 @@ export class EventsRepository {
     return this.pageQuery(tenant, q.types, q.after, q.limit + 1, MESSAGE_COLUMNS);
   }
 
-  /** The query of `listJson`: limit + 1 rows, as `list`. */
+  /** The query of `listJson` and `listPage`: limit + 1 rows, as `list`. */
   listJsonQuery(tenant: TenantContext, q: FeedQuery) {
     return this.pageQuery(tenant, q.types, q.after, q.limit + 1, JSON_COLUMNS);
-  }
-
-  /**
-   * The query of `listPage`, one row also for an empty page (an aggregate without GROUP BY): the page's texts
-   * (`limit` rows of the page query) joined by commas in sequence order, the order the rows arrive in (null for
-   * an empty page), their last sequence, and whether the feed holds a further matching event: the page query
-   * again, from that last sequence, one row (so the same plans as the page's). The aggregate is the only
-   * large value Postgres builds: a concatenation around it (the brackets) would copy the page once more for
-   * every read, and costs more than the whole read under concurrent reads; the brackets are added by `listPage`.
-   */
-  listPageQuery(tenant: TenantContext, q: FeedQuery) {
-    const page = this.pageQuery(tenant, q.types, q.after, q.limit, JSON_COLUMNS).as("feed_page");
-    const further = this.pageQuery(tenant, q.types, sql<number>`max(feed_page.sequence)`, 1, []);
-    return this.db
-      .selectFrom(page)
-      .select((eb) => [
-        sql<string | null>`string_agg(feed_page.public_json, ',' order by feed_page.sequence)`.as("texts"),
-        sql<number | null>`max(feed_page.sequence)`.as("last_sequence"),
-        eb.exists(further).as("has_more"),
-      ]);
   }
 
   /** One page of a tenant's feed, oldest first, read from the columns. */
@@ -263,18 +244,21 @@ export class EventsRepository {
 
   /**
    * One page of a tenant's feed, oldest first, as the UTF-8 bytes of one JSON array of the events' stored public
-   * JSON texts, joined by Postgres (never parsed): one row and one string however many events the page holds.
+   * JSON texts (never parsed): the rows of `listJsonQuery`, joined here and encoded once. (Joining them in
+   * Postgres, one string_agg per page, cost Postgres three times the CPU of sending the rows on the benchmark
+   * machine: decision 0043.)
    */
   async listPage(tenant: TenantContext, q: FeedQuery): Promise<FeedPageJson> {
-    const { rows } = await this.db.executeQuery(this.listPageQuery(tenant, q).compile());
-    const row = rows[0]!;
-    const texts = row.texts ?? "";
-    const json = Buffer.allocUnsafe(Buffer.byteLength(texts) + 2);
+    const { rows } = await this.db.executeQuery(this.listJsonQuery(tenant, q).compile());
+    const n = Math.min(rows.length, q.limit);
+    const texts = new Array<string>(n);
+    for (let i = 0; i < n; i++) texts[i] = rows[i]!.public_json;
+    const joined = texts.join(",");
+    const json = Buffer.allocUnsafe(Buffer.byteLength(joined) + 2);
     json[0] = 0x5b; // [
-    json.write(texts, 1, "utf8");
+    json.write(joined, 1, "utf8");
     json[json.length - 1] = 0x5d; // ]
-    // Kysely types EXISTS as SqlBool (a boolean or 0/1); Postgres answers a boolean.
-    return { json, hasMore: Boolean(row.has_more), lastSequence: row.last_sequence };
+    return { json, hasMore: rows.length > q.limit, lastSequence: n > 0 ? rows[n - 1]!.sequence : null };
   }
 }
 
