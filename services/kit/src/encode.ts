@@ -173,6 +173,8 @@ function utf8Length(s: string): number {
   return n;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** The int64 value as an unsigned 64-bit bigint; a safe non-negative number stays a number. */
 function int64Of(v: unknown): number | bigint {
   if (typeof v === "number") {
@@ -181,7 +183,7 @@ function int64Of(v: unknown): number | bigint {
   }
   if (typeof v === "bigint") {
     if (v > 0x7fffffffffffffffn || v < -0x8000000000000000n) throw UNFIT;
-    return v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : BigInt.asUintN(64, v);
+    return v >= 0n && v <= MAX_SAFE ? Number(v) : BigInt.asUintN(64, v);
   }
   if (typeof v === "string" && /^-?\d+$/.test(v)) return int64Of(BigInt(v));
   throw UNFIT;
