@@ -665,7 +665,9 @@ export interface components {
       /**
        * @description `invalid_key`: `missing`, `scheme`, `format`, `unknown`; `internal_error`:
        *     `upstream_unavailable`, `upstream_timeout`, `upstream_error`, `not_ready`,
-       *     `database_unavailable`; `invalid_request` from the HTTP server:
+       *     `database_unavailable`, `outcome_unknown` (the only one after which the
+       *     write may have been applied: retry with the SAME Idempotency-Key);
+       *     `resource_busy`: `lock_wait_timeout`; `invalid_request` from the HTTP server:
        *     `malformed_request`, `headers_too_large`.
        */
       reason?: string;
@@ -4271,11 +4273,14 @@ export interface components {
       };
     };
     /**
-     * @description A server-side failure. A service that is down or misses the gateway's deadline
-     *     gives `internal_error` with `details.reason` (`upstream_unavailable`,
+     * @description A server-side failure; nothing was applied unless `details.reason` is
+     *     `outcome_unknown`. A service that is down or could not finish within its
+     *     deadline gives `internal_error` with `details.reason` (`upstream_unavailable`,
      *     `upstream_timeout`), `details.service` and `Retry-After: 1`; the database out of
      *     reach for a moment gives `details.reason` `database_unavailable` and
-     *     `Retry-After: 1`. Retry with a NEW Idempotency-Key.
+     *     `Retry-After: 1`. Retry with a NEW Idempotency-Key. `outcome_unknown` (no answer
+     *     came back: the write may or may not have been applied): retry with the SAME
+     *     Idempotency-Key, never a new one.
      */
     InternalError: {
       headers: {

@@ -3,9 +3,10 @@
  *
  * - 429 `rate_limited` and 409 `resource_busy`: nothing was recorded; wait `Retry-After`, send again
  *   under the SAME Idempotency-Key.
- * - 500 `internal_error` with `details.reason` `upstream_*` (a service was down or missed the
- *   gateway's deadline): never recorded either, and the write may have committed behind it; wait
- *   `Retry-After`, same key, so that the retry finds the committed result instead of writing twice.
+ * - 500 `internal_error` with `details.reason` `upstream_*` (a service was down, or gave up at its
+ *   deadline and applied nothing) or `outcome_unknown` (no answer came back: the write may have
+ *   committed): never recorded; wait `Retry-After`, same key, so that the retry finds the committed
+ *   result instead of writing twice.
  * - Any other 5xx (503 `storage_unavailable` and `entitlement_unavailable` included) was recorded
  *   against the key and would replay: wait (`Retry-After` when given), send under a NEW key. Only a key
  *   the SDK made is replaced; a key the caller gave is the caller's, so that answer is returned.
@@ -129,7 +130,12 @@ export class Transport {
     if (res.status === 429) return { reason: code ?? "rate_limited", waitMs, newKey: false };
     if (res.status === 409 && code === "resource_busy") return { reason: code, waitMs, newKey: false };
     if (res.status < 500 || code === "portal_unavailable") return null;
-    if (code === "internal_error" && typeof reason === "string" && reason.startsWith("upstream_"))
+    // Never recorded, and (outcome_unknown) perhaps applied: the same key finds the committed result.
+    if (
+      code === "internal_error" &&
+      typeof reason === "string" &&
+      (reason.startsWith("upstream_") || reason === "outcome_unknown")
+    )
       return { reason: `${code}:${reason}`, waitMs, newKey: false };
     // Recorded against the key: it would replay. A caller's key stays the caller's.
     if (policy.kind === "caller") return null;

@@ -157,6 +157,23 @@ describe("retries", () => {
     expect(p.lastResponse.idempotencyKey).toBe(third);
   });
 
+  it("retries an outcome_unknown under the same key, a caller's key included", async () => {
+    script = [
+      {
+        status: 500,
+        body: envelope("internal_error", 500, { reason: "outcome_unknown", service: "passport" }),
+        headers: { "retry-after": "0" },
+      },
+      { status: 200, body: { ...passport({ status: "published" }), warnings: [] } },
+    ];
+    const p = await client()
+      .organization("org_1")
+      .passports.publish("pp_1", {}, { idempotencyKey: "order-43-publish" });
+    expect(p.status).toBe("published");
+    expect(keys()).toEqual(["order-43-publish", "order-43-publish"]);
+    expect(p.lastResponse.attempts).toBe(2);
+  });
+
   it("keeps a key the caller gave: a recorded 5xx is the answer", async () => {
     script = [{ status: 503, body: envelope("storage_unavailable", 503), headers: { "retry-after": "0" } }];
     const err = await client()

@@ -6,6 +6,7 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { commonV1, passportV1, rpcStatus } from "@dpp/proto";
 import { ApiError } from "@dpp/contract";
 import { callerNotAuthenticated, fromServiceError, serviceDefinition, toServiceError } from "./grpc";
+import { deadlineRefusal } from "./deadline";
 
 /** What a client sees of a failed call: the status code and the trailers the server sent. */
 function asReceived(partial: Partial<grpc.ServiceError>): grpc.ServiceError {
@@ -110,8 +111,18 @@ describe("toServiceError / fromServiceError (no network)", () => {
     expect(unavailable.details).toEqual({ reason: "upstream_unavailable", service: "passport" });
     expect(unavailable.headers["Retry-After"]).toBeDefined();
 
+    // No answer within the deadline and its grace, or a connection lost in flight: the outcome is unknown.
     const timeout = fromServiceError(asReceived({ code: grpc.status.DEADLINE_EXCEEDED }), "passport");
-    expect(timeout.details).toEqual({ reason: "upstream_timeout", service: "passport" });
+    expect(timeout.details).toEqual({ reason: "outcome_unknown", service: "passport" });
+    const dropped = fromServiceError(
+      asReceived({ code: grpc.status.UNAVAILABLE, details: "Connection dropped" }),
+      "passport",
+    );
+    expect(dropped.details).toEqual({ reason: "outcome_unknown", service: "passport" });
+
+    // The service's own answer that it gave up at its deadline: nothing applied, and the service named.
+    const gaveUp = fromServiceError(asReceived(toServiceError(deadlineRefusal())), "passport");
+    expect(gaveUp.details).toEqual({ reason: "upstream_timeout", service: "passport" });
 
     const other = fromServiceError(asReceived({ code: grpc.status.UNIMPLEMENTED }), "events");
     expect(other.code).toBe("internal_error");

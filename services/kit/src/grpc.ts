@@ -38,6 +38,16 @@ import {
 import type { Logger } from "./logger";
 import { useFastUtf8Encoding } from "./wire";
 import { encodeMessage } from "./encode";
+import {
+  DEADLINE_GRACE_MS,
+  DeadlineExceeded,
+  deadlineRefusal,
+  isLockTimeout,
+  isStatementTimeout,
+  lockWaitRefusal,
+  outcomeUnknown,
+  setCallDeadline,
+} from "./deadline";
 
 // Messages are written by encodeMessage (encode.ts); a schema it leaves to toBinary writes its strings through
 // Buffer.from (wire.ts), as does the error trailer.
@@ -73,7 +83,11 @@ export interface CallContext {
   caller: string;
   /** The service's logger bound to the call's request id, method and caller (made when first read). */
   log: Logger;
-  deadline: grpc.Deadline;
+  /**
+   * The call's work deadline (ms since epoch; Infinity when the caller set none): the kit's transactions for this
+   * call bound their waits by it and never commit after it (deadline.ts). Work outside the database checks it.
+   */
+  deadline: number;
   cancelled: () => boolean;
 }
 
@@ -122,6 +136,12 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
   let apiErr: ApiError;
   if (err instanceof ApiError) {
     apiErr = err;
+  } else if (err instanceof DeadlineExceeded || isStatementTimeout(err)) {
+    log?.warn("the call's deadline passed before its work committed; rolled back");
+    apiErr = deadlineRefusal();
+  } else if (isLockTimeout(err)) {
+    log?.warn("a lock wait reached the call's deadline; rolled back");
+    apiErr = lockWaitRefusal();
   } else if (isDatabaseUnavailable(err)) {
     log?.warn({ err: { message: (err as Error).message } }, "database unavailable");
     apiErr = databaseUnavailable();
@@ -209,7 +229,20 @@ export function fromServiceError(err: grpc.ServiceError, target: string, log?: L
     );
     return new ApiError("internal_error", undefined, { reason: "upstream_rejected_caller", service: target });
   }
-  if (apiErr) return apiErr;
+  if (apiErr) {
+    // The service's own timeout says which service it was from here.
+    if (apiErr.details.reason === "upstream_timeout" && apiErr.details.service === undefined)
+      return new ApiError(
+        apiErr.code,
+        apiErr.message,
+        { ...apiErr.details, service: target },
+        apiErr.headers,
+      );
+    return apiErr;
+  }
+  // The service never answered within the deadline and its grace, or the connection dropped while the call was in
+  // flight: it may have committed (deadline.ts).
+  if (err.code === grpc.status.DEADLINE_EXCEEDED || droppedInFlight(err)) return outcomeUnknown(target);
   if (err.code === grpc.status.UNAVAILABLE) {
     return new ApiError(
       "internal_error",
@@ -218,15 +251,18 @@ export function fromServiceError(err: grpc.ServiceError, target: string, log?: L
       { "Retry-After": "1" },
     );
   }
-  if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-    return new ApiError(
-      "internal_error",
-      "A service needed for this request did not answer in time; retry shortly.",
-      { reason: "upstream_timeout", service: target },
-      { "Retry-After": "1" },
-    );
-  }
   return new ApiError("internal_error", undefined, { reason: "upstream_error", service: target });
+}
+
+/**
+ * grpc-js' UNAVAILABLE of a call whose connection was lost after the call was sent (as opposed to one that found
+ * no connection, "No connection established", or was refused before it started).
+ */
+function droppedInFlight(err: grpc.ServiceError): boolean {
+  return (
+    err.code === grpc.status.UNAVAILABLE &&
+    (err.details === "Connection dropped" || /ECONNRESET|ETIMEDOUT|^Write error/.test(err.details))
+  );
 }
 
 /** The one value of a metadata entry; undefined when it is absent, sent twice or not text. */
@@ -297,19 +333,15 @@ export function addService<T extends GenServiceMethods>(
       // The call's logger is made when something is logged: most calls log nothing.
       let callLog: Logger | undefined;
       const logOf = () => (callLog ??= log.child({ request_id: ctx.requestId, rpc: m.name, caller }));
-      const deadline = call.getDeadline();
-      // Work whose caller already gave up is not started: its answer could only be lost.
-      if (call.cancelled || deadlinePassed(deadline)) {
+      // The work deadline: the caller waits DEADLINE_GRACE_MS past it for the answer (deadline.ts).
+      const deadline = workDeadline(call.getDeadline(), call.metadata);
+      // Work whose deadline passed is not started: its caller is told that nothing was applied.
+      if (call.cancelled || Date.now() >= deadline) {
         logOf().warn("deadline passed before the call started; not started");
-        cb(
-          {
-            code: grpc.status.DEADLINE_EXCEEDED,
-            details: "The caller's deadline passed before the call started.",
-          },
-          null,
-        );
+        cb(toServiceError(deadlineRefusal(), undefined, grpc.status.DEADLINE_EXCEEDED), null);
         return;
       }
+      if (deadline !== Infinity) setCallDeadline(ctx, deadline);
       const callContext: CallContext = {
         ctx,
         caller,
@@ -375,14 +407,29 @@ export interface AddServiceOptions {
 /** Initial metadata of an answer that replays the result recorded under the call's Idempotency-Key. */
 export const REPLAYED_METADATA_KEY = "x-dpp-idempotent-replayed";
 
-function deadlinePassed(deadline: grpc.Deadline): boolean {
+/**
+ * The metadata entry of a call's work deadline, in ms since the epoch. gRPC's own deadline travels as a duration
+ * that the server counts from when it reads the call: a call that waited in a stalled process's socket would get
+ * its whole duration again when the process resumes. The instant does not move (clocks are kept in step, as the
+ * context tokens' expiry already requires).
+ */
+export const WORK_DEADLINE_METADATA_KEY = "x-dpp-work-deadline";
+
+/**
+ * The work deadline of a call: the instant its caller named, and never later than its gRPC deadline less the
+ * caller's grace (Infinity: no deadline).
+ */
+function workDeadline(deadline: grpc.Deadline, md: grpc.Metadata): number {
   const at = deadline instanceof Date ? deadline.getTime() : deadline;
-  return Number.isFinite(at) && at <= Date.now();
+  const fromGrpc = Number.isFinite(at) ? at - DEADLINE_GRACE_MS : Infinity;
+  const named = Number(single(md, WORK_DEADLINE_METADATA_KEY));
+  return Number.isFinite(named) && named > 0 ? Math.min(named, fromGrpc) : fromGrpc;
 }
 
 export interface CallOptions {
   /** The request context, signed into the call; `outcome` is filled from the answer. */
   context: RequestContext;
+  /** The service's work deadline, from now; the call waits DEADLINE_GRACE_MS more for its answer. */
   deadlineMs?: number;
 }
 
@@ -397,7 +444,7 @@ export interface ClientOptions {
   signer: ContextSigner;
   /** The target service's name (e.g. "passport"): the tokens' audience, also named in error details. */
   audience: string;
-  /** Default deadline of every call. */
+  /** Default work deadline of every call (CallOptions.deadlineMs). */
   deadlineMs?: number;
   channelOptions?: grpc.ChannelOptions;
   /** Where a refusal of this process's calls (misconfigured internal auth) is logged. */
@@ -458,8 +505,11 @@ export function createClient<T extends GenServiceMethods>(
     const method = `/${desc.typeName}/${m.name}`;
     out[m.localName] = (req: unknown, o: CallOptions) =>
       new Promise((resolve, reject) => {
-        const deadline = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
+        // The service's work deadline, and the grace in which its answer (or its last commit) reaches us.
+        const work = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
+        const deadline = work + DEADLINE_GRACE_MS;
         const md = new grpc.Metadata();
+        md.set(WORK_DEADLINE_METADATA_KEY, String(work));
         md.set(CONTEXT_METADATA_KEY, signer.sign(o.context, { audience, method, deadline }));
         md.set(REQUEST_ID_METADATA_KEY, o.context.requestId);
         const idem = o.context.idempotency;

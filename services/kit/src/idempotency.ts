@@ -46,6 +46,15 @@ import type { PoolClient, QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
 import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
+import {
+  DeadlineExceeded,
+  assertBeforeDeadline,
+  callDeadline,
+  isLockTimeout,
+  isStatementTimeout,
+  msLeft,
+  outcomeUnknown,
+} from "./deadline";
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
 /** Seconds a client is told to wait when the same key is still being worked on. */
@@ -269,7 +278,57 @@ export async function transaction<DB, T>(
   call: CallScope,
   fn: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  return joinedOr(call, fn, () => db.transaction().execute(fn));
+  return joinedOr(call, fn, () => {
+    const at = callDeadline(call);
+    return at === undefined ? db.transaction().execute(fn) : boundedTransaction(db, at, fn);
+  });
+}
+
+/**
+ * A call's own transaction under its work deadline `at` (deadline.ts): its lock and statement waits end when the
+ * deadline comes (set with begin, in its message), and it rolls back instead of committing once the
+ * deadline has passed. A commit whose connection dropped may or may not have been applied: outcome_unknown.
+ */
+async function boundedTransaction<DB, T>(
+  db: Kysely<DB>,
+  at: number,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  if (Date.now() >= at) throw new DeadlineExceeded();
+  return withConnection(db, async (conn, client) => {
+    // The bounds travel with begin, in its message: no round trip more than a plain transaction.
+    await client.query(message("begin", timeoutStatements(at)));
+    let committing = false;
+    try {
+      const out = await fn(conn as Transaction<DB>);
+      if (Date.now() >= at) throw new DeadlineExceeded();
+      committing = true;
+      await client.query("commit");
+      return out;
+    } catch (err) {
+      if (!committing) await client.query("rollback").catch(() => undefined);
+      // The commit was in flight when the connection dropped: it may have been applied.
+      if (committing && isConnectionLost(err)) throw outcomeUnknown();
+      throw err;
+    }
+  });
+}
+
+/**
+ * A statement's run is bounded a little later than its lock waits: a statement waiting on a lock at the deadline
+ * then ends as a lock wait (resource_busy) rather than as a statement timeout, whichever Postgres checks first.
+ * Neither bound decides the commit: the deadline is checked again before it.
+ */
+const STATEMENT_TIMEOUT_SLACK_MS = 100;
+
+/** The transaction's lock and statement waits bounded by the time left until `at`, as statements of a message. */
+function timeoutStatements(at: number | undefined): string | false {
+  if (at === undefined) return false;
+  const left = msLeft(at);
+  return message(
+    `set local lock_timeout = ${left}`,
+    `set local statement_timeout = ${left + STATEMENT_TIMEOUT_SLACK_MS}`,
+  );
 }
 
 /** fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. */
@@ -290,7 +349,27 @@ export async function singleStatement<DB, T>(
   call: CallScope,
   fn: (db: Kysely<DB>) => Promise<T>,
 ): Promise<T> {
-  return joinedOr(call, fn, () => fn(db));
+  return joinedOr(call, fn, async () => {
+    assertBeforeDeadline(call);
+    if (call === null) return fn(db);
+    try {
+      return await fn(db);
+    } catch (err) {
+      // The statement was sent: it may have committed before its connection dropped.
+      if (isConnectionLost(err)) throw outcomeUnknown();
+      throw err;
+    }
+  });
+}
+
+/** A connection that dropped while a statement was in flight (not one that could not be opened). */
+function isConnectionLost(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  if (e.code === "ECONNRESET" || e.code === "EPIPE" || e.code === "57P01") return true;
+  return (
+    typeof e.message === "string" && /Connection terminated(?! due to connection timeout)/i.test(e.message)
+  );
 }
 
 // --- one call under a key ------------------------------------------------------------------------------------
@@ -542,6 +621,10 @@ async function attempt<R>(
 ): Promise<Attempt<R>> {
   const t = o.ctx;
   const idem = t.idempotency!;
+  // The call's work deadline (deadline.ts): not passed before an attempt begins, bounding its waits, and not
+  // passed before it commits.
+  const at = callDeadline(t);
+  assertBeforeDeadline(t);
   return withConnection(o.db, async (trx, client, lead): Promise<Attempt<R>> => {
     await prepareKeyStatements(o.db, client);
     // Whether a transaction may be open on the connection: rolled back before the connection is given back.
@@ -552,7 +635,12 @@ async function attempt<R>(
       // The lock, then the read on a snapshot taken once the lock is held (kit_idempotency_open): a record that
       // the attempt holding the lock before committed is seen. The record statement stays the safety net.
       const opened = await client.query(
-        message("begin", lockAndRead(o.db, t), savepoints && `savepoint ${WORK_SAVEPOINT_NAME}`),
+        message(
+          "begin",
+          timeoutStatements(at),
+          lockAndRead(o.db, t),
+          savepoints && `savepoint ${WORK_SAVEPOINT_NAME}`,
+        ),
       );
       const row = resultOf(opened, "SELECT").rows[0] as ({ locked: boolean } & Partial<Found>) | undefined;
       if (!row?.locked)
@@ -571,7 +659,7 @@ async function attempt<R>(
     /** The claim sent with the work's first statement found the key busy or recorded: this attempt is void. */
     const unclaimed = () => withWork && lead.sent && isNotClaimed(lead.failure);
     try {
-      if (withWork) lead.set(message("begin", claim(o.db, t)));
+      if (withWork) lead.set(message("begin", timeoutStatements(at), claim(o.db, t)));
       else {
         const answered = await opening();
         if (answered) return answered;
@@ -584,6 +672,8 @@ async function attempt<R>(
         response = await work();
       } catch (err) {
         if (unclaimed()) throw new RolledBack("open_first");
+        // A wait ended by the deadline ends the call: another attempt would only wait again.
+        if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
         if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
         refusal = err;
@@ -613,6 +703,8 @@ async function attempt<R>(
           } satisfies RecordedError)
         : null;
       const bytes = response === undefined ? null : o.encode(response);
+      // Past the deadline the caller has been told that nothing was applied (or will be): roll back.
+      if (at !== undefined && Date.now() >= at) throw new DeadlineExceeded();
       try {
         await client.query(
           message(
@@ -624,6 +716,8 @@ async function attempt<R>(
       } catch (err) {
         // Another attempt recorded its result after our read: ours is rolled back, theirs answers.
         if (isRecordKept(err)) throw new RolledBack("answer_recorded");
+        // The commit was in flight when the connection dropped: it may have been applied.
+        if (isConnectionLost(err)) throw outcomeUnknown();
         throw err;
       }
       open = false;

@@ -17,3 +17,4 @@ export * from "./outbox";
 export * from "./jobs";
 export * from "./service";
 export * from "./idempotency";
+export * from "./deadline";

@@ -290,7 +290,7 @@ async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit
  * name it does not serve is an error, not a wait.
  */
 /** Health check failures that say nothing about what the server serves. */
-const TRANSIENT = new Set(["upstream_timeout", "upstream_unavailable"]);
+const TRANSIENT = new Set(["upstream_timeout", "upstream_unavailable", "outcome_unknown"]);
 
 async function grpcServing(s: ServiceEntry, address: string): Promise<Readiness> {
   const client = createHealthClient(address, { deadlineMs: 1000 });

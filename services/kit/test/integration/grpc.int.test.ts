@@ -10,7 +10,9 @@ import { ApiError } from "@dpp/contract";
 import {
   addService,
   createClient,
+  fromServiceError,
   serviceDefinition,
+  WORK_DEADLINE_METADATA_KEY,
   type CallContext,
   type ClientOf,
   type ImplOf,
@@ -18,8 +20,15 @@ import {
 import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
 import { createLogger } from "../../src/logger";
 import type { RequestContext } from "../../src/context";
-import { createContextSigner, createContextVerifier, generateInternalKeyPair } from "../../src/internal-auth";
+import {
+  CONTEXT_METADATA_KEY,
+  REQUEST_ID_METADATA_KEY,
+  createContextSigner,
+  createContextVerifier,
+  generateInternalKeyPair,
+} from "../../src/internal-auth";
 import { eventually } from "../../src/testing";
+import { DEADLINE_GRACE_MS } from "../../src/deadline";
 
 const log = createLogger("kit-grpc-test", "silent");
 // The calls of these tests are the gateway's, signed with a key pair made for the test.
@@ -174,7 +183,8 @@ describe("gRPC server and client", () => {
     expect(seen?.ctx).toEqual(context);
     expect(seen?.caller).toBe("gateway");
     expect(cancelledInHandler).toBe(false);
-    const deadline = seen!.deadline instanceof Date ? seen!.deadline.getTime() : Number(seen!.deadline);
+    // The work deadline: the caller's 2 s, the grace it waits past them taken off again.
+    const deadline = seen!.deadline;
     expect(deadline).toBeGreaterThan(before + 1000);
     expect(deadline).toBeLessThanOrEqual(Date.now() + 2000 + 50);
   });
@@ -246,7 +256,7 @@ describe("gRPC server and client", () => {
     }
   });
 
-  it("gives upstream_timeout within about the deadline when the handler is slower, and the handler sees cancellation", async () => {
+  it("gives outcome_unknown once the deadline and its grace have passed without an answer, and the handler sees cancellation", async () => {
     let cancelledSeen = false;
     let finished = false;
     onGet = async (_id, call) => {
@@ -259,12 +269,59 @@ describe("gRPC server and client", () => {
     const started = Date.now();
     const err = await rejection(passport.getPassport({ id: "pp_slow" }, { context, deadlineMs: 300 }));
     const took = Date.now() - started;
+    // The handler ignored its deadline: the caller cannot know what it did.
     expect(err.code).toBe("internal_error");
-    expect(err.details).toEqual({ reason: "upstream_timeout", service: "passport" });
-    expect(took).toBeGreaterThanOrEqual(250);
-    expect(took).toBeLessThan(1500);
+    expect(err.details).toEqual({ reason: "outcome_unknown", service: "passport" });
+    expect(err.message).toMatch(/SAME Idempotency-Key/);
+    expect(took).toBeGreaterThanOrEqual(300 + DEADLINE_GRACE_MS - 50);
+    expect(took).toBeLessThan(300 + DEADLINE_GRACE_MS + 700);
     await eventually(async () => (finished ? true : undefined), 4000);
     expect(cancelledSeen).toBe(true);
+  });
+
+  it("does not start a call whose named work deadline has passed, however long its gRPC deadline", async () => {
+    // A call that waited in the socket of a stalled process: gRPC's relative deadline starts again on reading.
+    let ran = false;
+    onGet = async () => {
+      ran = true;
+      return {};
+    };
+    const Raw = grpc.makeGenericClientConstructor(serviceDefinition(passportV1.PassportService), "Raw");
+    const raw = new Raw(`127.0.0.1:${handle.port}`, grpc.credentials.createInsecure()) as unknown as {
+      getPassport(
+        req: object,
+        md: grpc.Metadata,
+        opts: grpc.CallOptions,
+        cb: (e: grpc.ServiceError | null) => void,
+      ): void;
+      close(): void;
+    };
+    const method = `/${SERVICE}/GetPassport`;
+    const md = new grpc.Metadata();
+    md.set(
+      CONTEXT_METADATA_KEY,
+      signer.sign(context, { audience: "passport", method, deadline: Date.now() + 10_000 }),
+    );
+    md.set(REQUEST_ID_METADATA_KEY, context.requestId);
+    md.set(WORK_DEADLINE_METADATA_KEY, String(Date.now() - 1));
+    try {
+      const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+        raw.getPassport(
+          create(passportV1.GetPassportRequestSchema, { id: "pp_stalled" }),
+          md,
+          { deadline: Date.now() + 10_000 },
+          resolve,
+        ),
+      );
+      expect(err?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+      expect(fromServiceError(err!, "passport").details).toEqual({
+        reason: "upstream_timeout",
+        service: "passport",
+      });
+      expect(ran).toBe(false);
+    } finally {
+      raw.close();
+    }
   });
 
   it("uses the client's default deadline when the call names none", async () => {
@@ -273,14 +330,14 @@ describe("gRPC server and client", () => {
       deadlineMs: 200,
     });
     onGet = async () => {
-      await sleep(800);
+      await sleep(200 + DEADLINE_GRACE_MS + 600);
       return {};
     };
     try {
       const started = Date.now();
       const err = await rejection(quick.getPassport({ id: "pp_d" }, { context }));
-      expect(err.details.reason).toBe("upstream_timeout");
-      expect(Date.now() - started).toBeLessThan(700);
+      expect(err.details.reason).toBe("outcome_unknown");
+      expect(Date.now() - started).toBeLessThan(200 + DEADLINE_GRACE_MS + 500);
     } finally {
       quick.close();
     }

@@ -66,6 +66,8 @@ function statementKind(text: string): string {
   if (s.startsWith("execute kit_idem_claim(")) return "claim key";
   if (/^(savepoint|release savepoint|rollback to savepoint) /.test(s)) return s.replace(/ \w+$/, "");
   if (/^(begin|commit|rollback)\b/.test(s)) return s.split(" ")[0]!;
+  // The call's deadline bounding its waits, sent with begin (the kit's deadline.ts).
+  if (/^set local (lock|statement)_timeout = \d+$/.test(s)) return s.split(" ")[2]!;
   const written = /^with written as \( ?(insert into|update) (\w+)/.exec(s);
   if (written && s.includes("insert into outbox"))
     return `${written[1] === "update" ? "update" : "insert"} ${written[2]} + event`;
@@ -125,7 +127,10 @@ describe("statements per call", () => {
 
   it("a create under a new Idempotency-Key: two round trips, begin and the key's claim with the write, the record with commit", async () => {
     const sent = await statementsOf(() => h.client.createPassport(shirt("B"), { context: key(context(t)) }));
-    expect(sent).toEqual(["begin + claim key + insert passport + event", "record key + commit"]);
+    expect(sent).toEqual([
+      "begin + lock_timeout + statement_timeout + claim key + insert passport + event",
+      "record key + commit",
+    ]);
   });
 
   it("a retry under the same key: the claim fails the write, then the recorded answer is read and replayed", async () => {
@@ -135,9 +140,9 @@ describe("statements per call", () => {
     const sent = await statementsOf(() => h.client.createPassport(shirt("C"), { context: retry }));
     expect(retry.outcome?.idempotentReplayed).toBe(true);
     expect(sent).toEqual([
-      "begin + claim key + insert passport + event",
+      "begin + lock_timeout + statement_timeout + claim key + insert passport + event",
       "rollback",
-      "begin + lock and read key",
+      "begin + lock_timeout + statement_timeout + lock and read key",
       "commit",
     ]);
   });
@@ -145,7 +150,12 @@ describe("statements per call", () => {
   it("a create with a GTIN also claims it, in the same transaction", async () => {
     const req = createRequest({ category: "textile", data: { product_name: "D", gtin: randomGtin13() } });
     const sent = await statementsOf(() => h.client.createPassport(req, { context: context(t) }));
-    expect(sent).toEqual(["begin", "insert passport + event", "insert gtin_claim", "commit"]);
+    expect(sent).toEqual([
+      "begin + lock_timeout + statement_timeout",
+      "insert passport + event",
+      "insert gtin_claim",
+      "commit",
+    ]);
   });
 
   it("a refusal under a key after the write (external_id taken): the call again, with a savepoint to roll back to", async () => {
@@ -162,10 +172,10 @@ describe("statements per call", () => {
       h.client.createPassport(taken, { context: key(context(t)) }).catch((err: unknown) => err),
     );
     expect(sent).toEqual([
-      "begin + claim key + insert passport + event",
+      "begin + lock_timeout + statement_timeout + claim key + insert passport + event",
       "select passport",
       "rollback",
-      "begin + lock and read key + savepoint",
+      "begin + lock_timeout + statement_timeout + lock and read key + savepoint",
       "insert passport + event",
       "select passport",
       "rollback to savepoint + record key + commit",
@@ -187,7 +197,12 @@ describe("statements per call", () => {
     const p = await h.create(t, { category: "textile", data: { product_name: "F" } });
     const patch = { id: p.id, patchJson: JSON.stringify({ data: { product_name: "G" } }) };
     const plain = await statementsOf(() => h.client.updatePassport(patch, { context: context(t) }));
-    expect(plain).toEqual(["begin", "select passport for update", "update passport + event", "commit"]);
+    expect(plain).toEqual([
+      "begin + lock_timeout + statement_timeout",
+      "select passport for update",
+      "update passport + event",
+      "commit",
+    ]);
     const keyed = await statementsOf(() =>
       h.client.updatePassport(
         { ...patch, patchJson: JSON.stringify({ data: { product_name: "H" } }) },
@@ -195,7 +210,7 @@ describe("statements per call", () => {
       ),
     );
     expect(keyed).toEqual([
-      "begin + claim key + select passport for update",
+      "begin + lock_timeout + statement_timeout + claim key + select passport for update",
       "update passport + event",
       "record key + commit",
     ]);
@@ -206,7 +221,7 @@ describe("statements per call", () => {
     const p = await h.create(t, { category: "textile", data: complete });
     const sent = await statementsOf(() => h.client.publishPassport({ id: p.id }, { context: c }));
     expect(sent).toEqual([
-      "begin",
+      "begin + lock_timeout + statement_timeout",
       "select passport for update",
       "select gtin_claim",
       "insert gtin_claim",
