@@ -6,6 +6,7 @@
 //   deploy/Dockerfile                             its EXPOSE line: every registered port
 //   proto/src/namespaces.generated.ts             one namespace per proto package (dpp.<name>.v1 → <name>V1)
 //   services/gateway/src/downstream.generated.ts  <NAME>_ADDR and a client of every service the gateway calls
+//   services/contract/src/catalogue/index.generated.ts  the services' own event catalogue files, merged
 //   services/gateway/src/modules/index.generated.ts  the gateway's module list: its own modules, then each
 //                                                 fronted service's (services/<name>/gateway/module.ts, or
 //                                                 services/gateway/src/modules/<module>/module.ts)
@@ -30,6 +31,7 @@ const targets = {
   protoNamespaces: "proto/src/namespaces.generated.ts",
   downstream: "services/gateway/src/downstream.generated.ts",
   modules: "services/gateway/src/modules/index.generated.ts",
+  catalogues: "services/contract/src/catalogue/index.generated.ts",
 };
 
 function readRegistry() {
@@ -193,7 +195,6 @@ function composeFile(services) {
   return out.join("\n") + "\n";
 }
 
-
 // ---- names shared with the TypeScript side ------------------------------------------------------------------
 
 const camel = (words) => words.map((w, i) => (i === 0 ? w : w[0].toUpperCase() + w.slice(1))).join("");
@@ -222,7 +223,9 @@ function protoPackages() {
     for (const version of fs.readdirSync(path.join(base, name)).sort()) {
       const files = fs.readdirSync(path.join(base, name, version)).filter((f) => f.endsWith("_pb.ts"));
       if (files.length !== 1)
-        throw new Error(`proto/dpp/${name}/${version} must hold one .proto file (found ${files.length} generated)`);
+        throw new Error(
+          `proto/dpp/${name}/${version} must hold one .proto file (found ${files.length} generated)`,
+        );
       out.push([`dpp.${name}.${version}`, `./gen/dpp/${name}/${version}/${files[0].replace(/\.ts$/, "")}`]);
     }
   return out;
@@ -243,7 +246,9 @@ function protoNamespacesModule() {
 function downstreamModule(services) {
   const callees = calleesOf(services, "gateway");
   const clients = callees.flatMap((s) => s.protoServices.map((p) => ({ s, p })));
-  const namespaces = [...new Set(clients.map(({ p }) => protoNamespace(p.slice(0, p.lastIndexOf(".")))))].sort();
+  const namespaces = [
+    ...new Set(clients.map(({ p }) => protoNamespace(p.slice(0, p.lastIndexOf("."))))),
+  ].sort();
   const out = [
     GENERATED("services.json: the services whose `callers` list the gateway"),
     `import { address, type ServiceRuntime } from "@dpp/kit";`,
@@ -307,14 +312,39 @@ export function gatewayModules(services) {
 function modulesIndex(services) {
   const modules = gatewayModules(services);
   const id = (name) => camel(name.split("-"));
-  return [
-    GENERATED("services.json and the module folders"),
-    `// The gateway's modules in the order of the route table (see gatewayModules in the generator).`,
-    `import type { ModuleFactory } from "./deps";`,
-    ...modules.map((m) => `import { fromDeps as ${id(m.name)} } from ${JSON.stringify(m.file)};`),
-    ``,
-    `export const MODULE_FACTORIES: readonly ModuleFactory[] = [${modules.map((m) => id(m.name)).join(", ")}];`,
-  ].join("\n") + "\n";
+  return (
+    [
+      GENERATED("services.json and the module folders"),
+      `// The gateway's modules in the order of the route table (see gatewayModules in the generator).`,
+      `import type { ModuleFactory } from "./deps";`,
+      ...modules.map((m) => `import { fromDeps as ${id(m.name)} } from ${JSON.stringify(m.file)};`),
+      ``,
+      `export const MODULE_FACTORIES: readonly ModuleFactory[] = [${modules.map((m) => id(m.name)).join(", ")}];`,
+    ].join("\n") + "\n"
+  );
+}
+
+// ---- the services' own event catalogues --------------------------------------------------------------------
+
+function cataloguesIndex() {
+  const dir = path.join(root, "services", "contract", "src", "catalogue");
+  const files = fs
+    .readdirSync(dir)
+    .filter(
+      (f) => f.endsWith(".ts") && f !== "entry.ts" && !f.endsWith(".generated.ts") && !f.endsWith(".test.ts"),
+    )
+    .map((f) => f.replace(/\.ts$/, ""))
+    .sort();
+  const id = (f) => camel(f.split("-"));
+  return (
+    [
+      GENERATED("the files of services/contract/src/catalogue (one per service that emits events)"),
+      ...files.map((f) => `import { EVENTS as ${id(f)} } from ${JSON.stringify(`./${f}`)};`),
+      ``,
+      `/** Every service's own event types (each file's EVENTS), merged into EVENT_CATALOGUE. */`,
+      `export const SERVICE_EVENTS = { ${files.map((f) => `...${id(f)}`).join(", ")} } as const;`,
+    ].join("\n") + "\n"
+  );
 }
 
 // ---- the image ------------------------------------------------------------------------------------------------
@@ -341,6 +371,7 @@ export async function render() {
     [targets.protoNamespaces]: await format(targets.protoNamespaces, protoNamespacesModule()),
     [targets.downstream]: await format(targets.downstream, downstreamModule(services)),
     [targets.modules]: await format(targets.modules, modulesIndex(services)),
+    [targets.catalogues]: await format(targets.catalogues, cataloguesIndex()),
   };
 }
 
