@@ -13,6 +13,7 @@
 //                                                 built by `redocly build-docs --inlineBundle`
 //   docs/events.md                                the rows of its "Event catalogue" table, from the catalogue
 //                                                 (also written into the served document's introduction)
+//   services/gateway/src/scopes.generated.ts      the key scopes the services' operations add to openapi.yaml's
 //   packages/client/src/openapi.generated.ts      the SDK's types (`paths`, `components`, `operations`),
 //                                                 by openapi-typescript
 //
@@ -43,6 +44,7 @@ const targets = {
   events: "docs/events.md",
   document: "services/gateway/src/openapi.generated.ts",
   docs: "services/gateway/src/http/docs.generated.ts",
+  scopes: "services/gateway/src/scopes.generated.ts",
   client: "packages/client/src/openapi.generated.ts",
 };
 
@@ -215,6 +217,16 @@ async function servedDocument(yamlText) {
   return { doc, text: changed ? stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }) : yamlText };
 }
 
+function scopesModule(source, served) {
+  const own = new Set(parse(source).components.schemas.Scope.enum);
+  const added = served.components.schemas.Scope.enum.filter((s) => !own.has(s));
+  return (
+    header("the key scopes that the services' own operations (services/<name>/openapi.yaml) add", {
+      lint: true,
+    }) + `export const SERVICE_SCOPES = ${JSON.stringify(added)} as const;\n`
+  );
+}
+
 function documentModule(doc) {
   return (
     header("the OpenAPI document served at GET /v1/openapi.json") +
@@ -266,6 +278,7 @@ export async function render() {
     [targets.events]: await format(withCatalogueRows(events, catalogueRows()), "markdown", targets.events),
     [targets.document]: documentModule(served.doc),
     [targets.docs]: docsModule(served.text),
+    [targets.scopes]: await format(scopesModule(yamlText, served.doc), "typescript", targets.scopes),
     [targets.client]: await clientModule(served.doc),
   };
 }

@@ -50,3 +50,8 @@ export function routeTable(modules: readonly GatewayModule[]): readonly Route[] 
 export const ROUTES: readonly RouteSpec[] = routeTable(gatewayModules(fakeModuleDeps())).map(
   ({ handler: _handler, ...spec }) => spec,
 );
+
+/** The module each route of ROUTES comes from, by operationId ("gateway" for the gateway's own routes). */
+export const ROUTE_MODULES: Readonly<Record<string, string>> = Object.fromEntries(
+  [META, ...gatewayModules(fakeModuleDeps())].flatMap((m) => m.routes.map((r) => [r.operationId, m.name])),
+);
