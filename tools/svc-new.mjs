@@ -49,38 +49,31 @@ function nextPort() {
 
 const words = name.split("-");
 const cap = (w) => w[0].toUpperCase() + w.slice(1);
-const plural = name;
+// Its collection: /organizations/{organization}/<plural>, with the key scopes <plural>:read and <plural>:write
+// (documents:read, the spec's, when it is one of them; else the service's own, added to the key scopes).
+const plural = name.endsWith("s") ? name : `${name}s`;
 const oneWords = [...words.slice(0, -1), words[words.length - 1].replace(/s$/, "")];
-const scopes = (() => {
-  // The spec's scope of the resource when it has one (documents:read), else the resource's own.
-  const resource = name;
-  return { read: `${resource}:read`, write: `${resource}:write` };
-})();
+const camel = words[0] + words.slice(1).map(cap).join("");
 const n = {
   name,
   schema: words.join("_"),
   NAME: words.join("_").toUpperCase(),
   Pascal: words.map(cap).join(""),
-  camel: words[0] + words.slice(1).map(cap).join(""),
-  ns: `${words[0]}${words.slice(1).map(cap).join("")}V1`,
+  camel,
+  ns: `${camel}V1`,
   plural,
   one: oneWords.join("_"),
   One: oneWords.map(cap).join(""),
-  Ones: words.map(cap).join("") + (name.endsWith("s") ? "" : "s"),
-  ones: words[0] + words.slice(1).map(cap).join("") + (name.endsWith("s") ? "" : "s"),
-  Title: words.map(cap).join(" "),
-  readScope: scopes.read,
-  writeScope: scopes.write,
+  Ones: plural.split("-").map(cap).join(""),
+  ones: camel + (name.endsWith("s") ? "" : "s"),
+  Title: plural.split("-").map(cap).join(" "),
+  readScope: `${plural}:read`,
+  writeScope: `${plural}:write`,
   idPrefix: words.join("").slice(0, 4),
   port: nextPort(),
+  clientKey: camel,
 };
-n.clientKey = n.camel;
 if (n.Ones === n.One) fail(`the list and the resource of "${name}" would have the same name`);
-if (!name.endsWith("s")) {
-  n.plural = `${name}s`;
-  n.readScope = `${n.plural}:read`;
-  n.writeScope = `${n.plural}:write`;
-}
 
 async function write(file, text) {
   const full = path.join(root, file);
