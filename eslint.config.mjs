@@ -57,21 +57,27 @@ export default tseslint.config(
     .map(({ folder, pkg }) => ({
       files: [`${folder}/gateway/**/*.ts`],
       rules: {
-        "no-restricted-imports": restrict([
-          NO_SRC,
+        "no-restricted-imports": [
+          "error",
           {
-            group: [
-              ...servicePackages.filter((o) => o.pkg !== "@dpp/gateway").map((o) => o.pkg),
-              "@dpp/gateway",
-              "!@dpp/gateway/modules",
+            paths: [{ name: "@dpp/gateway", message: "A gateway module uses @dpp/gateway/modules only." }],
+            patterns: [
+              NO_SRC,
+              {
+                group: [
+                  ...servicePackages.filter((o) => o.pkg !== "@dpp/gateway").map((o) => o.pkg),
+                  "@dpp/gateway/*",
+                  "!@dpp/gateway/modules",
+                ],
+                message: "A gateway module uses @dpp/gateway/modules and calls services over gRPC.",
+              },
+              {
+                group: ["../src", "../src/*", "../migrations", "../migrations/*"],
+                message: `${pkg}'s gateway module runs in the gateway, not in the service.`,
+              },
             ],
-            message: "A gateway module uses @dpp/gateway/modules and calls services over gRPC.",
           },
-          {
-            group: ["../src", "../src/*", "../migrations", "../migrations/*"],
-            message: `${pkg}'s gateway module runs in the gateway, not in the service.`,
-          },
-        ]),
+        ],
       },
     })),
   // The shared libraries never depend on a service; the contract depends on no workspace package.
