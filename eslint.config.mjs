@@ -50,6 +50,36 @@ export default tseslint.config(
       ]),
     },
   })),
+  // A service's gateway module (services/<name>/gateway/) runs in the gateway: it is written with the gateway's
+  // module API only, and imports neither another service nor its own service's code (it calls it over gRPC).
+  ...servicePackages
+    .filter((s) => s.pkg !== "@dpp/gateway")
+    .map(({ folder, pkg }) => ({
+      files: [`${folder}/gateway/**/*.ts`],
+      rules: {
+        "no-restricted-imports": [
+          "error",
+          {
+            paths: [{ name: "@dpp/gateway", message: "A gateway module uses @dpp/gateway/modules only." }],
+            patterns: [
+              NO_SRC,
+              {
+                group: [
+                  ...servicePackages.filter((o) => o.pkg !== "@dpp/gateway").map((o) => o.pkg),
+                  "@dpp/gateway/*",
+                  "!@dpp/gateway/modules",
+                ],
+                message: "A gateway module uses @dpp/gateway/modules and calls services over gRPC.",
+              },
+              {
+                group: ["../src", "../src/*", "../migrations", "../migrations/*"],
+                message: `${pkg}'s gateway module runs in the gateway, not in the service.`,
+              },
+            ],
+          },
+        ],
+      },
+    })),
   // The shared libraries never depend on a service; the contract depends on no workspace package.
   {
     files: ["services/kit/**/*.ts"],

@@ -24,23 +24,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ROUTES, generateKeyText, type RouteSpec } from "@dpp/gateway";
+import { matrixRows, type Matrix } from "./support/authz-rows";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
-interface Cell {
-  status: number;
-  code: string | null;
-}
-interface Row {
-  operation: string;
-  method: string;
-  path: string;
-  body?: unknown;
-  expect: Record<string, Cell>;
-}
-const matrix = JSON.parse(fs.readFileSync(path.join(__dirname, "authz-matrix.json"), "utf8")) as {
-  credential_kinds: string[];
-  routes: Row[];
-};
+const matrix = JSON.parse(fs.readFileSync(path.join(__dirname, "authz-matrix.json"), "utf8")) as Matrix;
+// The file's rows, then the derived rows of the services' own modules (support/authz-rows.ts).
+matrix.routes = matrixRows(matrix, ROUTES);
 
 let h: Harness;
 let t: Tenant;

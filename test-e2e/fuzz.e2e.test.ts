@@ -22,10 +22,8 @@
 import fc from "fast-check";
 import { sql } from "kysely";
 import { startHarness, type Harness, type Tenant } from "./support/harness";
-import { ContractValidator, OPENAPI_SOURCE } from "./support/openapi-validator";
+import { ContractValidator, SERVED_DOCUMENT } from "./support/openapi-validator";
 import { storeReader, type StoreReader } from "./support/store-snapshot";
-import { parse } from "yaml";
-import fs from "node:fs";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5000);
@@ -36,7 +34,7 @@ let other: Tenant;
 let client: Tenant;
 let store: StoreReader;
 const validator = ContractValidator.fromSource();
-const doc = parse(fs.readFileSync(OPENAPI_SOURCE, "utf8"));
+const doc = structuredClone(SERVED_DOCUMENT);
 
 interface Operation {
   operationId: string;

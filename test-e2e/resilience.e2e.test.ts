@@ -4,6 +4,7 @@
  */
 import pg from "pg";
 import { adminDatabaseUrl } from "@dpp/kit/testing";
+import { loadRegistry } from "@dpp/stack";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
 let h: Harness;
@@ -15,9 +16,14 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-it("runs gateway, passport and events as separate processes", () => {
+it("runs every registered service as a separate process", () => {
+  expect(Object.keys(h.stack.services).sort()).toEqual(
+    loadRegistry()
+      .map((s) => s.name)
+      .sort(),
+  );
   const pids = Object.values(h.stack.services).map((s) => s.process.pid);
-  expect(new Set(pids).size).toBe(3);
+  expect(new Set(pids).size).toBe(loadRegistry().length);
   expect(pids).not.toContain(process.pid);
 });
 

@@ -1,12 +1,19 @@
 // Generates what is made from the OpenAPI document (docs/decisions/0008-openapi-contract.md,
 // docs/decisions/0017-client-contract-and-sdk.md):
 //
+// The served document is openapi.yaml bundled with each registered service's own operations,
+// services/<name>/openapi.yaml (its `tags`, `paths` and `components.schemas`; see `bundle` below and
+// docs/decisions/0049-a-service-in-its-own-folder.md). Without such files it is openapi.yaml as it is.
+//
 //   services/gateway/openapi/openapi.yaml         its last part, after the "generated" marker: the
 //                                                 category components, from the category registry
 //                                                 (tools/openapi-categories.mjs); the rest is hand-written
 //   services/gateway/src/openapi.generated.ts     the document as a JSON object (GET /v1/openapi.json)
 //   services/gateway/src/http/docs.generated.ts   one self-contained Redoc HTML page (GET /docs),
 //                                                 built by `redocly build-docs --inlineBundle`
+//   docs/events.md                                the rows of its "Event catalogue" table, from the catalogue
+//                                                 (also written into the served document's introduction)
+//   services/gateway/src/scopes.generated.ts      the key scopes the services' operations add to openapi.yaml's
 //   packages/client/src/openapi.generated.ts      the SDK's types (`paths`, `components`, `operations`),
 //                                                 by openapi-typescript
 //
@@ -16,6 +23,8 @@
 //
 //   node tools/gen-openapi.mjs           write them
 //   node tools/gen-openapi.mjs --check   exit 1 when a committed file differs from a fresh one
+//   node tools/gen-openapi.mjs --lint    lint the served (bundled) document with redocly (npm run lint:openapi)
+//   node tools/gen-openapi.mjs --print   print the served document as JSON
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -25,14 +34,17 @@ import { staleOf } from "./generated-files.mjs";
 import openapiTS, { astToString } from "openapi-typescript";
 import * as prettier from "prettier";
 import { parse, stringify } from "yaml";
+import { require as tsxRequire } from "tsx/cjs/api";
 import { categoryComponents, loadCategories } from "./openapi-categories.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const source = "services/gateway/openapi/openapi.yaml";
 const targets = {
   source,
+  events: "docs/events.md",
   document: "services/gateway/src/openapi.generated.ts",
   docs: "services/gateway/src/http/docs.generated.ts",
+  scopes: "services/gateway/src/scopes.generated.ts",
   client: "packages/client/src/openapi.generated.ts",
 };
 
@@ -69,6 +81,150 @@ async function sourceText(current) {
     .map((line) => (line ? `    ${line}` : line))
     .join("\n");
   return format(`${handWritten}${GENERATED_MARKER}\n${GENERATED_NOTE}\n${generated}\n`, "yaml", source);
+}
+
+// ---- the event catalogue's tables ------------------------------------------------------------------------------
+
+/** EVENT_CATALOGUE of @dpp/contract (its core types and every service's own file), loaded through tsx. */
+function catalogueRows() {
+  const { EVENT_CATALOGUE } = tsxRequire("../services/contract/src/index.ts", import.meta.url);
+  return Object.entries(EVENT_CATALOGUE).map(
+    ([type, e]) => `| \`${type}\` | ${e.related.map((f) => `\`${f}\``).join(", ")} | ${e.description} |`,
+  );
+}
+
+/**
+ * `text` with the rows of the table under its `| type | ...` header replaced by `rows` (each line indented as the
+ * header is); the header, its separator and what follows the table are kept.
+ */
+export function withCatalogueRows(text, rows) {
+  const lines = text.split("\n");
+  const header = lines.findIndex((l) => /^\s*\| type\s+\| `related` fields\s+\|/.test(l));
+  if (header < 0) throw new Error("no event catalogue table (| type | `related` fields | ...)");
+  const indent = /^\s*/.exec(lines[header])[0];
+  let end = header + 2;
+  while (end < lines.length && lines[end].trimStart().startsWith("|")) end++;
+  return [...lines.slice(0, header + 2), ...rows.map((r) => indent + r), ...lines.slice(end)].join("\n");
+}
+
+// ---- the served document: openapi.yaml and each service's own operations ------------------------------------
+
+/** services/<name>/openapi.yaml of every registered service that has one, in registry order. */
+function fragmentFiles() {
+  const { services } = JSON.parse(fs.readFileSync(path.join(root, "services.json"), "utf8"));
+  return services.map((s) => `${s.folder}/openapi.yaml`).filter((f) => fs.existsSync(path.join(root, f)));
+}
+
+const HTTP_METHODS = ["get", "put", "post", "delete", "patch"];
+const ref = (kind, name) => ({ $ref: `#/components/${kind}/${name}` });
+/** The standard error answers by status, as components.responses names them. */
+const STANDARD = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  409: "Conflict",
+  412: "PreconditionFailed",
+  413: "PayloadTooLarge",
+  415: "UnsupportedMediaType",
+  422: "UnprocessableEntity",
+  429: "TooManyRequests",
+  500: "InternalError",
+};
+
+/**
+ * The error answers every operation of its kind has, derived from what the operation declares: 400, 429 and 500
+ * always; 401 with a credential; 403 with a scope; 404 with a path parameter; 409 with an Idempotency-Key (the
+ * key in use or reused with another request); 412 with Expected-Version; 413, 415 and 422 with a body.
+ */
+export function standardErrors(op, pathParameters, resolve) {
+  const params = [...pathParameters, ...(op.parameters ?? [])].map(resolve);
+  const security = op.security ?? [{ bearerAuth: [] }];
+  const statuses = [400, 429, 500];
+  if (security.some((r) => "bearerAuth" in r)) statuses.push(401);
+  if (security.some((r) => (r.bearerAuth ?? []).length > 0)) statuses.push(403);
+  if (params.some((p) => p.in === "path")) statuses.push(404);
+  if (params.some((p) => p.in === "header" && p.name === "Idempotency-Key")) statuses.push(409);
+  if (params.some((p) => p.in === "header" && p.name === "Expected-Version")) statuses.push(412);
+  if (op.requestBody) statuses.push(413, 415, 422);
+  return statuses;
+}
+
+/** The document with each fragment's tags, paths and schemas added, and what is derived for its operations. */
+export function bundle(source, fragments) {
+  if (fragments.length === 0) return source;
+  const doc = structuredClone(source);
+  const resolve = (node) => {
+    if (!node?.$ref) return node;
+    const [, kind, name] = /^#\/components\/(\w+)\/(.+)$/.exec(node.$ref) ?? [];
+    return doc.components[kind]?.[name] ?? node;
+  };
+  const scopes = doc.components.schemas.Scope.enum;
+  const eventRelated = doc.components.schemas.EventRelated;
+  for (const { file, fragment } of fragments) {
+    const unknown = Object.keys(fragment).filter((k) => !["tags", "paths", "components"].includes(k));
+    if (unknown.length)
+      throw new Error(`${file}: only tags, paths and components.schemas are bundled (${unknown})`);
+    for (const tag of fragment.tags ?? []) doc.tags.push(tag);
+    for (const [name, schema] of Object.entries(fragment.components?.schemas ?? {})) {
+      if (name in doc.components.schemas)
+        throw new Error(`${file}: schema ${name} is already in the document`);
+      doc.components.schemas[name] = schema;
+      // Its resource's `related` in the feed: one more member of EventRelated, by its `object`.
+      const object = schema.properties?.object?.const;
+      if (name.endsWith("EventRelated") && object) {
+        eventRelated.oneOf.push(ref("schemas", name));
+        eventRelated.discriminator.mapping[object] = `#/components/schemas/${name}`;
+      }
+    }
+    for (const [p, item] of Object.entries(fragment.paths ?? {})) {
+      if (p in doc.paths) throw new Error(`${file}: path ${p} is already in the document`);
+      for (const m of HTTP_METHODS.filter((x) => item[x])) {
+        const op = item[m];
+        for (const requirement of op.security ?? [])
+          for (const scope of requirement.bearerAuth ?? []) if (!scopes.includes(scope)) scopes.push(scope);
+        const responses = {};
+        for (const [status, response] of Object.entries(op.responses ?? {})) {
+          const r = resolve(response);
+          responses[status] =
+            response.$ref || r.headers?.["Request-Id"]
+              ? response
+              : { ...r, headers: { "Request-Id": ref("headers", "RequestId"), ...(r.headers ?? {}) } };
+        }
+        for (const status of standardErrors(op, item.parameters ?? [], resolve))
+          responses[status] ??= ref("responses", STANDARD[status]);
+        op.responses = Object.fromEntries(
+          Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)),
+        );
+      }
+      doc.paths[p] = item;
+    }
+  }
+  return doc;
+}
+
+/** The served document and its YAML text (the source's own text when no service adds to it). */
+async function servedDocument(yamlText) {
+  const fragments = fragmentFiles().map((file) => ({
+    file,
+    fragment: parse(fs.readFileSync(path.join(root, file), "utf8")),
+  }));
+  const source = parse(yamlText);
+  const description = withCatalogueRows(source.info.description, catalogueRows());
+  const changed = fragments.length > 0 || description !== source.info.description;
+  source.info.description = description;
+  const doc = bundle(source, fragments);
+  return { doc, text: changed ? stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }) : yamlText };
+}
+
+function scopesModule(source, served) {
+  const own = new Set(parse(source).components.schemas.Scope.enum);
+  const added = served.components.schemas.Scope.enum.filter((s) => !own.has(s));
+  return (
+    header("the key scopes that the services' own operations (services/<name>/openapi.yaml) add", {
+      lint: true,
+    }) + `export const SERVICE_SCOPES = ${JSON.stringify(added)} as const;\n`
+  );
 }
 
 function documentModule(doc) {
@@ -115,12 +271,15 @@ async function clientModule(doc) {
 
 export async function render() {
   const yamlText = await sourceText(fs.readFileSync(path.join(root, source), "utf8"));
-  const doc = parse(yamlText);
+  const served = await servedDocument(yamlText);
+  const events = fs.readFileSync(path.join(root, targets.events), "utf8");
   return {
     [targets.source]: yamlText,
-    [targets.document]: documentModule(doc),
-    [targets.docs]: docsModule(yamlText),
-    [targets.client]: await clientModule(doc),
+    [targets.events]: await format(withCatalogueRows(events, catalogueRows()), "markdown", targets.events),
+    [targets.document]: documentModule(served.doc),
+    [targets.docs]: docsModule(served.text),
+    [targets.scopes]: await format(scopesModule(yamlText, served.doc), "typescript", targets.scopes),
+    [targets.client]: await clientModule(served.doc),
   };
 }
 
@@ -129,8 +288,34 @@ export async function staleFiles() {
   return staleOf(root, await render());
 }
 
+/** Lints the served document with redocly (the repository's redocly.yaml); exits with its status. */
+async function lint() {
+  const yamlText = await sourceText(fs.readFileSync(path.join(root, source), "utf8"));
+  const { text } = await servedDocument(yamlText);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-openapi-"));
+  const file = path.join(tmp, "openapi.yaml");
+  fs.writeFileSync(file, text);
+  try {
+    execFileSync(
+      path.join(root, "node_modules", ".bin", "redocly"),
+      ["lint", file, "--config", path.join(root, "redocly.yaml")],
+      { cwd: root, stdio: "inherit", env: { ...process.env, REDOCLY_TELEMETRY: "off" } },
+    );
+    return 0;
+  } catch {
+    return 1;
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (process.argv.includes("--check")) {
+  if (process.argv.includes("--lint")) {
+    process.exitCode = await lint();
+  } else if (process.argv.includes("--print")) {
+    const yamlText = await sourceText(fs.readFileSync(path.join(root, source), "utf8"));
+    process.stdout.write(JSON.stringify((await servedDocument(yamlText)).doc));
+  } else if (process.argv.includes("--check")) {
     const stale = await staleFiles();
     if (stale.length) {
       console.error(

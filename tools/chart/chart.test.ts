@@ -40,6 +40,18 @@ function validator() {
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
+/**
+ * The components as the chart renders them (templates/_helpers.tpl, "dpp.components"): each registered service's
+ * defaults from registry.generated.yaml with every key values.yaml sets replacing its default, and the blocks
+ * of values.yaml for services not registered yet.
+ */
+function renderedComponents(v: Values = values): Record<string, Values> {
+  const defaults: Record<string, Values> = YAML.parse(read("registry.generated.yaml")).components;
+  const out: Record<string, Values> = clone(v.components);
+  for (const [name, d] of Object.entries(defaults)) out[name] = { ...clone(d), ...(out[name] ?? {}) };
+  return out;
+}
+
 describe("Chart.yaml", () => {
   const chart = YAML.parse(read("Chart.yaml"));
 
@@ -117,7 +129,7 @@ describe("values.yaml against values.schema.json", () => {
 });
 
 describe("components", () => {
-  const components: Record<string, Values> = values.components;
+  const components = renderedComponents();
 
   const registry = loadRegistry();
 
@@ -176,6 +188,19 @@ describe("components", () => {
     expect(Object.keys(components).filter((n) => components[n].kind === "http")).toEqual(["gateway"]);
     const ports = Object.values(components).map((c) => c.port);
     expect(new Set(ports).size).toBe(ports.length);
+  });
+
+  test("every template reads the components through dpp.components (the registry's defaults under values.yaml)", () => {
+    const templates = path.join(chartDir, "templates");
+    const direct = fs
+      .readdirSync(templates)
+      .filter((f) => /\.Values\.components\b/.test(fs.readFileSync(path.join(templates, f), "utf8")))
+      .map((f) => f);
+    // The helper itself is the one reader of .Values.components.
+    expect(direct).toEqual(["_helpers.tpl"]);
+    const helpers = read("templates", "_helpers.tpl");
+    expect(helpers.match(/\.Values\.components\b/g)).toHaveLength(1);
+    expect(helpers).toContain('.Files.Get "registry.generated.yaml" | fromYaml');
   });
 
   test("each component has its own database secret (its own Postgres role)", () => {
@@ -301,7 +326,7 @@ describe("templates", () => {
 });
 
 describe("internal authentication and network policies", () => {
-  const components: Record<string, Values> = values.components;
+  const components = renderedComponents();
   const template = (file: string) => fs.readFileSync(path.join(chartDir, "templates", file), "utf8");
   const helpers = template("_helpers.tpl");
 

@@ -217,20 +217,26 @@ describe("services.json", () => {
     expect(missing).toEqual([]);
   });
 
-  test("each service the gateway fronts has its gateway module, once the gateway has modules", () => {
+  test("each service the gateway fronts has its gateway module, in its own folder or the gateway's", () => {
     const modulesDir = path.join(REPO_ROOT, gatewayEntry(registry).folder, "src", "modules");
     const fronted = registry.filter((s) => s.gatewayModule !== null);
     expect(fronted.length).toBeGreaterThan(0);
-    if (!fs.existsSync(modulesDir)) return;
-    const absent = fronted.filter((s) => !fs.existsSync(path.join(modulesDir, s.gatewayModule!)));
-    expect(absent.map((s) => `${s.name}: modules/${s.gatewayModule}`)).toEqual([]);
+    const absent = fronted.filter(
+      (s) =>
+        !fs.existsSync(path.join(REPO_ROOT, s.folder, "gateway", "module.ts")) &&
+        !fs.existsSync(path.join(modulesDir, s.gatewayModule!, "module.ts")),
+    );
+    expect(absent.map((s) => `${s.name}: ${s.folder}/gateway/module.ts`)).toEqual([]);
   });
 
   test("the variable names derive from the service name", () => {
     expect(addrEnvOf("variants-units")).toBe("VARIANTS_UNITS_ADDR");
     expect(portEnvOf({ name: "variants-units", kind: "grpc" })).toBe("VARIANTS_UNITS_PORT");
     expect(portEnvOf({ name: "gateway", kind: "gateway" })).toBe("PORT");
-    expect(calleesOf(registry, "gateway").map((s) => s.addrEnv)).toEqual(["PASSPORT_ADDR", "EVENTS_ADDR"]);
+    expect(calleesOf(parseRegistry(fixture()), "gateway").map((s) => s.addrEnv)).toEqual(["PASSPORT_ADDR"]);
+    expect(calleesOf(registry, "gateway").map((s) => s.addrEnv)).toEqual(
+      registry.filter((s) => s.callers.includes("gateway")).map((s) => addrEnvOf(s.name)),
+    );
   });
 });
 

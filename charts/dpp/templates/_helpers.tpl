@@ -110,7 +110,7 @@ Name of the Secret with the calling components' private keys, one key per compon
 {{/* Non-empty when an enabled component lists this one in its callers (component context): it signs calls. */}}
 {{- define "dpp.isCaller" -}}
 {{- $me := .name -}}
-{{- range $n, $c := .root.Values.components -}}
+{{- range $n, $c := (include "dpp.components" .root | fromYaml) -}}
 {{- if and $c.enabled (has $me ($c.callers | default list)) }}true{{ end -}}
 {{- end -}}
 {{- end -}}
@@ -124,7 +124,7 @@ must have a key; a caller from outside the chart (the admin CLI) without one is 
 {{- $entries := list -}}
 {{- range $caller := (.c.callers | default list) -}}
 {{- $pub := index $.root.Values.internalAuth.publicKeys $caller | default list -}}
-{{- $cc := index $.root.Values.components $caller -}}
+{{- $cc := index (include "dpp.components" $.root | fromYaml) $caller -}}
 {{- if and (not $pub) $cc -}}
 {{- if $cc.enabled -}}
 {{- fail (printf "components.%s.callers names %s, but internalAuth.publicKeys.%s holds no key (services/kit/src/internal-auth-keygen.ts %s makes a pair)" $.name $caller $caller $caller) -}}
@@ -199,4 +199,26 @@ Variables of a serving component (component context). The shared ConfigMap
 {{- end }}
 {{- end }}
 {{- include "dpp.extraEnv" . }}
+{{- end -}}
+
+{{/*
+The components: each registered service's defaults from registry.generated.yaml (written from services.json
+by tools/gen-registry.mjs), with each key that values.yaml or the release's values set for it replacing the
+default, and the blocks of values.yaml for services not registered yet. As YAML; every template
+reads it with (include "dpp.components" $ | fromYaml).
+*/}}
+{{- define "dpp.components" -}}
+{{- $registry := (.Files.Get "registry.generated.yaml" | fromYaml).components | default dict -}}
+{{- $out := dict -}}
+{{- range $name, $c := .Values.components -}}
+{{- $_ := set $out $name (deepCopy $c) -}}
+{{- end -}}
+{{- range $name, $defaults := $registry -}}
+{{- $c := deepCopy $defaults -}}
+{{- range $k, $v := (index $out $name | default dict) -}}
+{{- $_ := set $c $k $v -}}
+{{- end -}}
+{{- $_ := set $out $name $c -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}

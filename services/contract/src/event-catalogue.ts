@@ -1,10 +1,13 @@
 /**
  * The event catalogue: every event type the services emit and the shape of its
- * `related` object. Producers build events only through `domainEvent`, so an
+ * `related` object: the types below, and each service's own file in catalogue/ (merged by
+ * catalogue/index.generated.ts, which `npm run -s gen:registry` writes). Producers build events only through `domainEvent`, so an
  * event type that is not in the catalogue cannot be emitted, and the API
  * documentation lists this same table.
  */
 import { newId } from "./ids";
+import type { CatalogueEntry } from "./catalogue/entry";
+import { SERVICE_EVENTS } from "./catalogue/index.generated";
 import type { DomainEvent } from "./events";
 
 /** `related` of passport.* events, shaped like the spec's passport.published sample. */
@@ -81,13 +84,7 @@ export interface GrantRelated {
   status: "active" | "revoked";
 }
 
-interface Entry<R> {
-  description: string;
-  /** Field names of `related`, for documentation. */
-  related: readonly (keyof R & string)[];
-  /** Phantom: the TypeScript type of `related`. */
-  _related?: R;
-}
+type Entry<R> = CatalogueEntry<R>;
 
 const PASSPORT_FIELDS = ["object", "id", "name", "category", "status", "previous_status", "version"] as const;
 const VARIANT_FIELDS = ["object", "id", "name", "passport_id", "passport", "gtin"] as const;
@@ -189,6 +186,7 @@ export const EVENT_CATALOGUE = {
     description: "A key's grant on a client organization ended.",
     related: GRANT_FIELDS,
   } as Entry<GrantRelated>,
+  ...SERVICE_EVENTS,
 } as const;
 
 export type EventType = keyof typeof EVENT_CATALOGUE;

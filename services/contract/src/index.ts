@@ -6,5 +6,6 @@
 export * from "./errors";
 export * from "./events";
 export * from "./event-catalogue";
+export * from "./catalogue/entry";
 export * from "./plans";
 export * from "./ids";

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { address, positiveInt } from "@dpp/kit";
+import { positiveInt } from "@dpp/kit";
+import { downstreamEnv } from "./downstream.generated";
 import { MAX_CACHE_TTL_MS } from "./store/ttl-cache";
 
 /** A cache lifetime in ms (identity-cache.ts): 0 turns the cache off; never above MAX_CACHE_TTL_MS. */
@@ -9,8 +10,8 @@ const cacheTtl = z.coerce.number().int().min(0).max(MAX_CACHE_TTL_MS).default(MA
 export const gatewayEnv = {
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  PASSPORT_ADDR: address.default("127.0.0.1:50051"),
-  EVENTS_ADDR: address.default("127.0.0.1:50052"),
+  /** <NAME>_ADDR of every service the gateway calls (generated from services.json). */
+  ...downstreamEnv,
   /** Deadline of every call to a service. */
   GRPC_DEADLINE_MS: positiveInt(5000),
   /** Express "trust proxy": hops in front of the gateway (0 when clients connect directly). */

@@ -2,8 +2,8 @@ import type { Server } from "node:http";
 import { sql } from "kysely";
 import { defineService, type ServiceRuntime } from "@dpp/kit";
 import { migrations } from "../migrations";
-import { eventsV1, passportV1 } from "@dpp/proto";
 import { gatewayEnv } from "./config";
+import { connectDownstream } from "./downstream.generated";
 import type { GatewayDB } from "./store/schema";
 import { IdentityRepository } from "./modules/identity/identity.repository";
 import { Authenticator } from "./modules/identity/authenticator";
@@ -37,7 +37,7 @@ export const gatewayService = defineService({
       grantTtlMs: config.GRANT_CACHE_TTL_MS,
     });
     const identity = new IdentityRepository(db, rt.eventsCommitted, (change) => identityCache.apply(change));
-    const clients = connectClients(rt);
+    const clients = connectDownstream(rt, config.GRPC_DEADLINE_MS);
     let identityListener: ChangeListener | undefined;
     if (identityCache.enabled) {
       const listener = listenForIdentityChanges(config.DATABASE_URL, GATEWAY_SCHEMA, identityCache, log);
@@ -93,22 +93,4 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
     });
     server.closeIdleConnections();
   });
-}
-
-/** Every gRPC client of the gateway, made here with the same call options (signed as the gateway). */
-function connectClients(rt: ServiceRuntime<typeof gatewayEnv, GatewayDB>) {
-  const { config } = rt;
-  const deadlineMs = config.GRPC_DEADLINE_MS;
-  return {
-    passport: rt.client(passportV1.PassportService, {
-      address: config.PASSPORT_ADDR,
-      audience: "passport",
-      deadlineMs,
-    }),
-    events: rt.client(eventsV1.EventsService, {
-      address: config.EVENTS_ADDR,
-      audience: "events",
-      deadlineMs,
-    }),
-  };
 }

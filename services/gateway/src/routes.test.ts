@@ -1,12 +1,12 @@
 /** The route table is the single source of routing, scopes, 405 answers and body limits: keep it consistent. */
 import { SCOPES } from "./modules/identity/keys";
-import { gatewayModules, type ModuleDeps } from "./modules";
+import { fakeModuleDeps, gatewayModules } from "./modules";
 import { ApiError } from "@dpp/contract";
 import { forMethod, PathRouter } from "./http/route";
 import { allowedMethods, routeTable, ROUTES } from "./routes";
 
 // The modules are only enumerated here; no handler is called, so no store or client is needed.
-const modules = gatewayModules({} as ModuleDeps);
+const modules = gatewayModules(fakeModuleDeps());
 
 describe("ROUTES", () => {
   it("is the gateway's own routes followed by every module's, each with its handler", () => {

@@ -5,7 +5,7 @@
  */
 import { RawJson } from "./http/json";
 import type { GatewayModule, Route, RouteSpec } from "./http/route";
-import { gatewayModules, type ModuleDeps } from "./modules";
+import { fakeModuleDeps, gatewayModules } from "./modules";
 import { OPENAPI_DOCUMENT } from "./openapi.generated";
 
 export {
@@ -43,25 +43,15 @@ export function routeTable(modules: readonly GatewayModule[]): readonly Route[] 
   return [META, ...modules].flatMap((m) => m.routes);
 }
 
-/** Stands in for a store or client when the table is only described: any use of it throws. */
-function unconnected(name: string): object {
-  return new Proxy(
-    {},
-    {
-      get: () => {
-        throw new Error(`${name} is not connected: ROUTES describes the route table, it does not serve it`);
-      },
-    },
-  );
-}
-
-/** Every dependency of the modules, none of them connected (a module factory only keeps them). */
-const NOT_CONNECTED = new Proxy({} as ModuleDeps, { get: (_deps, name) => unconnected(String(name)) });
-
 /**
  * The route table as a description, without handlers: what the checks against the OpenAPI document and
  * the authorization matrix read. The same modules as the server's, built without a store or clients.
  */
-export const ROUTES: readonly RouteSpec[] = routeTable(gatewayModules(NOT_CONNECTED)).map(
+export const ROUTES: readonly RouteSpec[] = routeTable(gatewayModules(fakeModuleDeps())).map(
   ({ handler: _handler, ...spec }) => spec,
+);
+
+/** The module each route of ROUTES comes from, by operationId ("gateway" for the gateway's own routes). */
+export const ROUTE_MODULES: Readonly<Record<string, string>> = Object.fromEntries(
+  [META, ...gatewayModules(fakeModuleDeps())].flatMap((m) => m.routes.map((r) => [r.operationId, m.name])),
 );

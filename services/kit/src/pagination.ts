@@ -65,3 +65,36 @@ export function decodeCursor<P>(list: string, filters: Filters, cursor: string |
   }
   return parsed.p as P;
 }
+
+/** The page size a list call asks for: 1..MAX_LIMIT (a larger one is cut); 0 (unset) means DEFAULT_LIMIT. */
+export function pageLimit(requested: number): number {
+  return requested > 0 ? Math.min(requested, MAX_LIMIT) : DEFAULT_LIMIT;
+}
+
+/** One page of a list: its rows, whether more follow, and the cursor of the next page ("" when none). */
+export interface Page<Row> {
+  rows: Row[];
+  hasMore: boolean;
+  nextCursor: string;
+}
+
+/**
+ * The page out of the rows a list query read with `limit + 1` (the extra row only tells that more follow): the
+ * first `limit` rows, and, when more follow, the cursor of list `next.list` with its filters, positioned at the
+ * last row returned (`next.position`, read back by decodeCursor). Without `next`, nextCursor is always "".
+ */
+export function page<Row>(
+  fetched: readonly Row[],
+  limit: number,
+  next?: { list: string; filters: Filters; position: (last: Row) => unknown },
+): Page<Row> {
+  const hasMore = fetched.length > limit;
+  const rows = hasMore ? fetched.slice(0, limit) : [...fetched];
+  const last = rows[rows.length - 1];
+  return {
+    rows,
+    hasMore,
+    nextCursor:
+      hasMore && next && last !== undefined ? encodeCursor(next.list, next.filters, next.position(last)) : "",
+  };
+}

@@ -269,3 +269,10 @@ export function watchStatements(
     pg.Client.prototype.query = clientQuery;
   };
 }
+
+export * from "./testing-contexts";
+export * from "./testing-trust-boundary";
+export { registerRefusalMatchers } from "./testing-matchers";
+import { registerRefusalMatchers } from "./testing-matchers";
+// Tests that load the kit's test support get `expect(...).rejects.toBeRefusedWith(code)`.
+registerRefusalMatchers();

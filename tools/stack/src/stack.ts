@@ -37,7 +37,7 @@ import {
 import { launch as launchUnit, type Hosting, type Unit } from "./hosting";
 import { DEFAULT_SUPERVISION, Supervisor, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
-export { REPO_ROOT, type ServiceName };
+export { REPO_ROOT, loadRegistry, type ServiceName };
 export { hostingFromEnv, SERVICE_NODE_ARGS, type Hosting } from "./hosting";
 export { describeSupervisionEvent, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 

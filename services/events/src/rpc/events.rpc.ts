@@ -1,5 +1,5 @@
 /** EventsService: thin handlers; the rules live in ../domain, the queries in ../store. */
-import { DEFAULT_LIMIT, MAX_LIMIT, requireTenant, type CallContext } from "@dpp/kit";
+import { pageLimit, requireTenant, type CallContext } from "@dpp/kit";
 import { timestampFromDate, type eventsV1 } from "@dpp/proto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { feedCursor, normalizeTypeFilter, readFeedCursor } from "../domain";
@@ -31,7 +31,7 @@ export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson"
     async listEvents(req: eventsV1.ListEventsRequest, call: CallContext): Promise<ListEventsResult> {
       const tenant = requireTenant(call.ctx);
       // Checked by the gateway (1..MAX_LIMIT); 0 means the default.
-      const limit = req.limit > 0 ? Math.min(req.limit, MAX_LIMIT) : DEFAULT_LIMIT;
+      const limit = pageLimit(req.limit);
       const filters = { types: normalizeTypeFilter(req.types) };
       const after = readFeedCursor(filters, req.cursor);
       const query = { after, types: filters.types, limit };

@@ -36,7 +36,7 @@
  */
 import { sql, type Expression, type Kysely, type Transaction } from "kysely";
 import type { DomainEvent } from "@dpp/contract";
-import type { TenantContext } from "@dpp/kit";
+import { page, type TenantContext } from "@dpp/kit";
 import { eventPublicJson } from "../domain/event-json";
 import type { EventsDB, EventTable } from "./schema";
 
@@ -218,9 +218,12 @@ export class EventsRepository {
 
   /** One page of a tenant's feed, oldest first, read from the columns. */
   async list(tenant: TenantContext, q: FeedQuery): Promise<FeedPage> {
-    const { rows } = await this.db.executeQuery(this.listQuery(tenant, q).compile());
+    const { rows, hasMore } = page(
+      (await this.db.executeQuery(this.listQuery(tenant, q).compile())).rows,
+      q.limit,
+    );
     return {
-      events: rows.slice(0, q.limit).map((r) => ({
+      events: rows.map((r) => ({
         id: r.event_id,
         organizationId: r.organization_id,
         livemode: r.livemode,
@@ -229,17 +232,17 @@ export class EventsRepository {
         related: r.related,
         sequence: r.sequence,
       })),
-      hasMore: rows.length > q.limit,
+      hasMore,
     };
   }
 
   /** One page of a tenant's feed, oldest first, as the events' stored public JSON texts (never parsed). */
   async listJson(tenant: TenantContext, q: FeedQuery): Promise<FeedPage<FeedEventJson>> {
-    const { rows } = await this.db.executeQuery(this.listJsonQuery(tenant, q).compile());
-    return {
-      events: rows.slice(0, q.limit).map((r) => ({ json: r.public_json, sequence: r.sequence })),
-      hasMore: rows.length > q.limit,
-    };
+    const { rows, hasMore } = page(
+      (await this.db.executeQuery(this.listJsonQuery(tenant, q).compile())).rows,
+      q.limit,
+    );
+    return { events: rows.map((r) => ({ json: r.public_json, sequence: r.sequence })), hasMore };
   }
 
   /**

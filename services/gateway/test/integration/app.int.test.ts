@@ -21,7 +21,7 @@ import {
 import { passportV1, timestampFromDate, type eventsV1 } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
-import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modules";
 import { allowedMethods, MiB, routeTable, ROUTES } from "../../src/routes";
 import { startStore, type Store, httpRequest, type HttpRequestOptions, type HttpResponse } from "../harness";
 
@@ -109,7 +109,7 @@ let keys: { test: string; live: string; readOnly: string; revoked: string; testI
 async function listen(ready: () => Promise<void>): Promise<{ server: Server; base: string }> {
   const app = createApp({
     authenticator: new Authenticator(s.identity),
-    routes: routeTable(gatewayModules({ passport, events, identity: s.identity })),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, events, identity: s.identity }))),
     log: createLogger("gateway-test", "silent"),
     docsBaseUrl: DOCS,
     trustProxy: 0,

@@ -13,7 +13,7 @@ import { IdentityRepository } from "../../src/modules/identity/identity.reposito
 import { generateKeyText } from "../../src/modules/identity/keys";
 import { createApp } from "../../src/http/app";
 import { answerClientErrors } from "../../src/http/client-errors";
-import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modules";
 import { RateLimiter } from "../../src/ratelimit/limiter";
 import { routeTable } from "../../src/routes";
 import type { GatewayDB } from "../../src/store/schema";
@@ -46,7 +46,6 @@ const passport = Object.fromEntries(
     },
   ]),
 ) as unknown as ModuleDeps["passport"];
-const events = {} as ModuleDeps["events"];
 
 let s: Store;
 let org: { id: string };
@@ -74,7 +73,7 @@ async function listen(o: {
   }
   const app = createApp({
     authenticator: new Authenticator(identity),
-    routes: routeTable(gatewayModules({ passport, events, identity })),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, identity }))),
     log,
     docsBaseUrl: DOCS,
     trustProxy: o.trustProxy ?? 0,

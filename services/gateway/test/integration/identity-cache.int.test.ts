@@ -15,7 +15,7 @@ import { createLogger, createPool, type CallOptions, type RequestContext } from 
 import { passportV1, timestampFromDate } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
-import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modules";
 import { routeTable } from "../../src/routes";
 import { IdentityRepository } from "../../src/modules/identity/identity.repository";
 import { IdentityCache, listenForIdentityChanges } from "../../src/modules/identity/identity-cache";
@@ -51,7 +51,6 @@ const getPassport = async (req: { id: string }, opts: CallOptions) => {
 // Capabilities count published passports through GetUsage.
 const getUsage = async () => ({ publishedCount: 0 });
 const passport = { getPassport, getUsage, close: () => undefined } as unknown as ModuleDeps["passport"];
-const events = { close: () => undefined } as unknown as ModuleDeps["events"];
 
 // ---- apps on the real store ------------------------------------------------------------------------------------
 
@@ -88,7 +87,7 @@ async function start(o: { listen: boolean; maxEntries?: number; ttlMs?: number }
   }
   const app = createApp({
     authenticator: new Authenticator(identity, undefined, cache),
-    routes: routeTable(gatewayModules({ passport, events, identity })),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, identity }))),
     log,
     docsBaseUrl: "https://docs.test/errors",
     trustProxy: 0,

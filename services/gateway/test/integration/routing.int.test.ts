@@ -11,7 +11,7 @@ import { createLogger, type CallOptions } from "@dpp/kit";
 import { passportV1, timestampFromDate } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
-import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modules";
 import { allowedMethods, routeTable, ROUTES } from "../../src/routes";
 import { startStore, type Store } from "../harness";
 
@@ -40,7 +40,6 @@ const passport = {
     return { categories: [] };
   },
 } as unknown as ModuleDeps["passport"];
-const events = {} as ModuleDeps["events"];
 
 let s: Store;
 let server: Server;
@@ -54,7 +53,7 @@ beforeAll(async () => {
   key = (await s.admin.createKey({ organizationId: org.id, livemode: false })).key;
   const app = createApp({
     authenticator: new Authenticator(s.identity),
-    routes: routeTable(gatewayModules({ passport, events, identity: s.identity })),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, identity: s.identity }))),
     log: createLogger("gateway-test", "silent"),
     docsBaseUrl: DOCS,
     trustProxy: 0,

@@ -1,5 +1,5 @@
 /** The reads: one passport, a page of passports, a passport's links, the tenant's usage. */
-import { encodeCursor, requireTenant, type RequestContext } from "@dpp/kit";
+import { page, requireTenant, type RequestContext } from "@dpp/kit";
 import type { PassportRow } from "../store";
 import { PASSPORT_LIST, parseListQuery, type ListQueryInput } from "../domain/list-query";
 import { passportLinks, type Links } from "../domain/links";
@@ -35,14 +35,8 @@ export async function listPassports(
   const t = requireTenant(ctx);
   const q = parseListQuery(input);
   const rows = await app.store.list(t, q.filters, q.limit + 1, q.afterId);
-  const hasMore = rows.length > q.limit;
-  const page = rows.slice(0, q.limit);
-  const last = page[page.length - 1];
-  return {
-    passports: page,
-    hasMore,
-    nextCursor: hasMore && last ? encodeCursor(PASSPORT_LIST, q.cursorFilters, last.id) : "",
-  };
+  const p = page(rows, q.limit, { list: PASSPORT_LIST, filters: q.cursorFilters, position: (r) => r.id });
+  return { passports: p.rows, hasMore: p.hasMore, nextCursor: p.nextCursor };
 }
 
 export async function getPassportLinks(

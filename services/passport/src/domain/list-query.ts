@@ -3,7 +3,7 @@
  * (limit, status, updated_since); these are the checks that need the categories and the cursor.
  */
 import { ApiError, invalidParameter } from "@dpp/contract";
-import { DEFAULT_LIMIT, MAX_LIMIT, decodeCursor } from "@dpp/kit";
+import { decodeCursor, pageLimit } from "@dpp/kit";
 import { findCategory } from "./categories";
 import type { PassportStatus } from "./lifecycle";
 
@@ -31,7 +31,7 @@ export const PASSPORT_LIST = "passports";
 
 /** Checks the query in the order the spec reports it: category, then the cursor. */
 export function parseListQuery(req: ListQueryInput): ListQuery {
-  const limit = req.limit > 0 ? Math.min(req.limit, MAX_LIMIT) : DEFAULT_LIMIT;
+  const limit = pageLimit(req.limit);
   if (req.category && !findCategory(req.category))
     throw invalidParameter("category", "unknown_category", `${req.category} is not a category.`);
   const cursorFilters = {

@@ -4,6 +4,7 @@ import type { eventsV1 } from "@dpp/proto";
 import { list, rawList, rawListBytes, RawJson } from "../../http/json";
 import { many, single } from "../../http/request";
 import type { GatewayModule } from "../../http/route";
+import type { ModuleFactory } from "../deps";
 import { eventJson } from "./mapping";
 
 export type EventsClient = ClientOf<typeof eventsV1.EventsService>;
@@ -57,3 +58,6 @@ export function eventsModule(deps: { client: EventsClient }): GatewayModule {
     ],
   };
 }
+
+/** The module in the gateway's module list (index.generated.ts). */
+export const fromDeps: ModuleFactory = (deps) => eventsModule({ client: deps.events });

@@ -4,6 +4,7 @@
  * store lookup. Only the SHA-256 digest and the last 4 characters are stored.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { SERVICE_SCOPES } from "../../scopes.generated";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const BODY_LENGTH = 32;
@@ -12,7 +13,10 @@ const KEY_RE = new RegExp(
   `^dpp_sk_(test|live)_([0-9A-Za-z]{${BODY_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`,
 );
 
-/** The fixed scopes a key can carry. */
+/**
+ * The fixed scopes a key can carry: the spec's, then those the services' own operations declare
+ * (services/<name>/openapi.yaml security; scopes.generated.ts).
+ */
 export const SCOPES = [
   "passports:read",
   "passports:write",
@@ -23,6 +27,7 @@ export const SCOPES = [
   "events:read",
   "filings:write",
   "keys:admin",
+  ...SERVICE_SCOPES,
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -6,6 +6,7 @@
  */
 import { list } from "../../http/json";
 import { KiB, type GatewayModule } from "../../http/route";
+import type { ModuleFactory } from "../deps";
 import type { PassportClient } from "../passport/module";
 import type { GrantTargetAccess, OrganizationAccess } from "./authenticator";
 import { computeCapabilities } from "./capabilities";
@@ -103,3 +104,7 @@ function grantor(key: KeyRecord | undefined, access: OrganizationAccess | undefi
   const a = access as GrantTargetAccess;
   return { organizationId: key!.organization_id, livemode: key!.livemode, role: a.role, link: a.link };
 }
+
+/** The module in the gateway's module list (index.generated.ts). Capabilities count published passports: identity is handed passport's client. */
+export const fromDeps: ModuleFactory = (deps) =>
+  identityModule({ repo: deps.identity, passport: deps.passport });

@@ -7,6 +7,7 @@ import type { passportV1 } from "@dpp/proto";
 import { list, rawList } from "../../http/json";
 import { bodyRefusal, conditionalFields, noBody } from "../../http/request";
 import { KiB, MiB, type GatewayModule, type Route } from "../../http/route";
+import type { ModuleFactory } from "../deps";
 import {
   approvalRequired,
   categoryJson,
@@ -217,3 +218,6 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
     ],
   };
 }
+
+/** The module in the gateway's module list (index.generated.ts). */
+export const fromDeps: ModuleFactory = (deps) => passportModule({ client: deps.passport });

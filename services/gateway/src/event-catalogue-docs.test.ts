@@ -1,14 +1,14 @@
 /**
  * The event catalogue as documented must be the catalogue the services use
- * (EVENT_CATALOGUE in the kit): the "Event catalogue" table of the API
- * documentation (services/gateway/openapi/openapi.yaml) and of docs/events.md
+ * (EVENT_CATALOGUE in the contract): the "Event catalogue" table of the API
+ * documentation as served (src/openapi.generated.ts) and of docs/events.md
  * list exactly its types with exactly their `related` fields, and each type's
  * `EventRelated` schema in the OpenAPI document requires exactly those fields.
  */
 import fs from "node:fs";
 import path from "node:path";
-import { parse } from "yaml";
 import { EVENT_CATALOGUE } from "@dpp/contract";
+import { OPENAPI_DOCUMENT } from "./openapi.generated";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const catalogue = Object.entries(EVENT_CATALOGUE).map(([type, e]) => ({
@@ -36,9 +36,7 @@ function tableRows(markdown: string): { type: string; related: string[] }[] {
 }
 
 describe("event catalogue documentation", () => {
-  const openapi = parse(
-    fs.readFileSync(path.join(ROOT, "services/gateway/openapi/openapi.yaml"), "utf8"),
-  ) as {
+  const openapi = OPENAPI_DOCUMENT as unknown as {
     info: { description: string };
     components: {
       schemas: Record<string, { description?: string; required?: string[]; properties?: object }>;
