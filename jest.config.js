@@ -1,6 +1,6 @@
 // One jest run for the whole workspace: a single summary line at the end.
 // One project per registered service (services.json), plus the shared libraries (contract, kit), tools,
-// the SDK (client) and e2e.
+// the SDK (client), e2e and the static checks (checks: each step of `npm run check` as one test).
 const { services } = require("./services.json");
 
 const swc = [
@@ -25,15 +25,18 @@ module.exports = {
   reporters: ["default", "<rootDir>/tools/jest/summary-reporter.js"],
   globalSetup: "<rootDir>/tools/jest/global-setup.mjs",
   globalTeardown: "<rootDir>/tools/jest/global-teardown.mjs",
+  testSequencer: "<rootDir>/tools/jest/sequencer.js",
   testTimeout: 30000,
   maxWorkers: 2,
   projects: [
     project("contract", "<rootDir>/services/contract"),
-    project("kit", "<rootDir>/services/kit"),
+    // The kit's Kafka tests start librdkafka's mock cluster: one message when it cannot run here.
+    project("kit", "<rootDir>/services/kit", { globalSetup: `${__dirname}/tools/jest/kafka-mock-check.mjs` }),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
-    project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
+    project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/", "/checks/"] }),
     project("client", "<rootDir>/packages/client"),
     // testTimeout is a global option: the e2e project sets its own (hooks included) in a setup file.
     project("e2e", "<rootDir>/test-e2e", { setupFilesAfterEnv: ["<rootDir>/support/timeout.ts"] }),
+    project("checks", "<rootDir>/tools/checks"),
   ],
 };

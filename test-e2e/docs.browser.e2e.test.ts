@@ -1,7 +1,7 @@
 /**
  * The API reference in a real browser: headless Chromium (Debian's `chromium`
- * package, installed by `.ci/run` and `bash tools/bootstrap.sh --browser` when
- * missing) opens /docs on the running stack with every request to another origin
+ * package, installed by `bash tools/bootstrap.sh --test`, which `npm test` runs
+ * first, when missing) opens /docs on the running stack with every request to another origin
  * refused, finds the passports operations and takes a screenshot
  * (test-e2e/artifacts/docs.png, git-ignored). Also reads the raw document at
  * /v1/openapi.json without a credential.
@@ -41,8 +41,8 @@ it("renders /docs offline in headless Chromium with the passports operations", a
   if (!fs.existsSync(CHROMIUM))
     throw new Error(
       `Chromium is not installed at ${CHROMIUM}: the browser test needs it. ` +
-        "Install it with `apt-get install -y chromium` (or run `bash tools/bootstrap.sh --browser`, " +
-        "which `npm test` and .ci/run do), or set CHROMIUM_PATH.",
+        "Install it with `apt-get install -y chromium` (or run `bash tools/bootstrap.sh --test`, " +
+        "which `npm test` does), or set CHROMIUM_PATH.",
     );
   const origin = new URL(h.stack.baseUrl).origin;
   profile = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-chromium-"));

@@ -1,15 +1,22 @@
 #!/usr/bin/python3
 """
 librdkafka's mock cluster: a Kafka-protocol broker written in C, listening on
-127.0.0.1, from Debian's librdkafka1 (installed with python3-confluent-kafka;
-tools/kafka-mock/run.sh installs it). It answers produce, fetch, consumer
-groups, rebalancing, offset commits and resume; it does not answer topic
-creation or deletion, nor DescribeGroups/ListGroups, and it reports a
-controller id that is not one of its brokers (so kafkajs' idempotent producer
-cannot start on it). Topics are created on first use (auto-creation).
+127.0.0.1, from Debian's librdkafka1 (installed with python3-confluent-kafka,
+which `bash tools/bootstrap.sh --test`, run by `npm test`, installs). It
+answers produce, fetch, consumer groups, rebalancing, offset commits and
+resume; it does not answer topic creation or deletion, nor
+DescribeGroups/ListGroups, and it reports a controller id that is not one of
+its brokers (so kafkajs' idempotent producer cannot start on it). Topics are
+created on first use (auto-creation).
 
 Its fault injection is librdkafka's C API (rd_kafka_mock_*), which the Python
 binding does not expose, so the cluster is made and driven through ctypes.
+
+    /usr/bin/python3 tools/kafka-mock/mock_cluster.py --check
+
+exits 0 when librdkafka loads here with every function used below (the
+cluster can run), else non-zero with the reason on stderr (bootstrap.sh --test
+and the kit's jest globalSetup ask it).
 
     /usr/bin/python3 tools/kafka-mock/mock_cluster.py [--brokers N]
 
@@ -37,7 +44,8 @@ def load():
         lib = ctypes.CDLL("librdkafka.so.1")
     except OSError as e:
         sys.stderr.write(
-            "kafka-mock: librdkafka is not installed (%s); run: apt-get install -y python3-confluent-kafka\n" % e
+            "kafka-mock: librdkafka cannot be loaded (%s)\n"
+            "kafka-mock: install Debian's python3-confluent-kafka: bash tools/bootstrap.sh --test\n" % e
         )
         sys.exit(3)
     p, s, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
@@ -66,8 +74,11 @@ def load():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--brokers", type=int, default=1)
+    ap.add_argument("--check", action="store_true", help="exit 0 when the cluster can run here")
     opts = ap.parse_args()
     lib = load()
+    if opts.check:
+        sys.exit(0)
     err = ctypes.create_string_buffer(512)
     conf = lib.rd_kafka_conf_new()
     for k, v in (("test.mock.num.brokers", str(opts.brokers)), ("log_level", "3")):

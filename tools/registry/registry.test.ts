@@ -241,7 +241,7 @@ describe("services.json", () => {
 });
 
 describe("what the registry drives", () => {
-  test("jest has one project per registered service, besides the shared libraries, tools, the SDK and e2e", () => {
+  test("jest has one project per registered service, besides the shared libraries, tools, the SDK, e2e and the static checks", () => {
     // jest.config.js is CommonJS (jest loads it with require); so does this test.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const config = require(path.join(REPO_ROOT, "jest.config.js")) as {
@@ -255,6 +255,7 @@ describe("what the registry drives", () => {
       "tools <rootDir>/tools",
       "client <rootDir>/packages/client",
       "e2e <rootDir>/test-e2e",
+      "checks <rootDir>/tools/checks",
     ]);
   });
 

@@ -4,8 +4,7 @@
  * - the Postgres-table transport (real Postgres), on its own pool and in the subscriber's database (its
  *   batches in transactions of the subscriber's pool);
  * - the Kafka adapter against librdkafka's mock cluster, a Kafka-protocol
- *   broker (tools/kafka-mock): KAFKA_MOCK_BROKERS when tools/kafka-mock/run.sh
- *   started one (CI), else a mock this file starts. The mock cannot serve
+ *   broker (tools/kafka-mock) this file starts and stops. The mock cannot serve
  *   kafkajs' idempotent producer nor topic creation, so the adapter runs on it
  *   with its test-only settings (KAFKA_MOCK_SETTINGS): a plain producer (still
  *   acks = all, one request in flight) and topics created by the broker on
@@ -20,11 +19,11 @@ import { loadKafkaEnv } from "../../src/kafka-config";
 import { createLogger } from "../../src/logger";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";
 import { describeBusContract } from "../contract/bus.contract";
-import { KAFKA_MOCK_SETTINGS, contractMock } from "../support/kafka-mock";
+import { KAFKA_MOCK_SETTINGS, startKafkaMock, type KafkaMock } from "../support/kafka-mock";
 
 const log = createLogger("kit-bus-contract", "silent");
 let tdb: TestDatabase;
-let mock: Awaited<ReturnType<typeof contractMock>> | undefined;
+let mock: KafkaMock | undefined;
 
 /** Contract tests librdkafka's mock cluster cannot serve, with the reason (empty: it serves them all). */
 const NOT_SERVED_BY_MOCK: Record<string, string> = {};
@@ -32,7 +31,7 @@ const NOT_SERVED_BY_MOCK: Record<string, string> = {};
 beforeAll(async () => {
   tdb = await createTestDatabase("buscontract");
   await migrateBus(tdb.url);
-  mock = await contractMock();
+  mock = await startKafkaMock();
   const skipped = Object.entries(NOT_SERVED_BY_MOCK);
   console.log(
     `Kafka contract on librdkafka's mock cluster at ${mock.brokers}; test-only settings ${JSON.stringify(KAFKA_MOCK_SETTINGS)}; ` +

@@ -48,7 +48,7 @@ export async function startKafkaMock(): Promise<KafkaMock> {
         reject(
           new Error(
             `the Kafka mock cluster exited (${code}): ${stderr.trim() || "no output"}. ` +
-              "It needs Debian's python3-confluent-kafka: bash tools/kafka-mock/run.sh installs it.",
+              "It needs Debian's python3-confluent-kafka: `bash tools/bootstrap.sh --test` (run by npm test) installs it.",
           ),
         ),
       );
@@ -74,14 +74,4 @@ export async function startKafkaMock(): Promise<KafkaMock> {
       await exited;
     },
   };
-}
-
-/**
- * The broker the shared contract run uses: KAFKA_MOCK_BROKERS when
- * tools/kafka-mock/run.sh started one, else a mock of our own.
- */
-export async function contractMock(): Promise<{ brokers: string; stop(): Promise<void> }> {
-  const shared = process.env.KAFKA_MOCK_BROKERS;
-  if (shared) return { brokers: shared, stop: async () => undefined };
-  return startKafkaMock();
 }
