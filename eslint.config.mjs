@@ -4,7 +4,8 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 
 // Package boundaries (docs/decisions/0015-package-boundaries.md): a package is imported through its
-// exports, never its src/; no service imports another service; the contract depends on nothing.
+// exports, never its src/; no service imports another service; the contract depends on nothing; the bus
+// imports the kit through its base only, and the base never imports the bus.
 const { services } = JSON.parse(fs.readFileSync(new URL("./services.json", import.meta.url), "utf8"));
 const packageName = (folder) =>
   JSON.parse(fs.readFileSync(new URL(`./${folder}/package.json`, import.meta.url), "utf8")).name;
@@ -14,6 +15,8 @@ const NO_SRC = {
   message: "Import a workspace package through its exports (package.json), not its src/.",
 };
 const restrict = (patterns) => ["error", { patterns }];
+const BUS_ON_BASE =
+  "@dpp/bus imports the kit through @dpp/kit/base only: the rest of the kit imports @dpp/bus.";
 
 export default tseslint.config(
   {
@@ -57,6 +60,47 @@ export default tseslint.config(
       "no-restricted-imports": restrict([
         NO_SRC,
         { group: servicePackages.map((o) => o.pkg), message: "The kit does not depend on a service." },
+      ]),
+    },
+  },
+  // The bus (packages/bus) is built on the kit's base only, which never imports the bus; the rest of the kit
+  // (the service template, the outbox relay) imports the bus. So their modules never load each other in a cycle.
+  {
+    files: ["packages/bus/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [{ name: "@dpp/kit", message: BUS_ON_BASE }],
+          patterns: [
+            NO_SRC,
+            { group: ["@dpp/kit/*", "!@dpp/kit/base"], message: BUS_ON_BASE },
+            { group: servicePackages.map((o) => o.pkg), message: "The bus does not depend on a service." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["packages/bus/test/**/*.ts"],
+    rules: {
+      "no-restricted-imports": restrict([
+        NO_SRC,
+        { group: servicePackages.map((o) => o.pkg), message: "The bus does not depend on a service." },
+      ]),
+    },
+  },
+  {
+    files: ["services/kit/src/{base,config,logger,db,jobs,events}.ts"],
+    rules: {
+      "no-restricted-imports": restrict([
+        NO_SRC,
+        { group: servicePackages.map((o) => o.pkg), message: "The kit does not depend on a service." },
+        {
+          group: ["@dpp/bus", "@dpp/bus/*"],
+          message:
+            "@dpp/kit/base (base.ts and the modules it exports) is what @dpp/bus is built on: it never imports it.",
+        },
       ]),
     },
   },

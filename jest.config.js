@@ -1,5 +1,5 @@
 // One jest run for the whole workspace: a single summary line at the end.
-// One project per registered service (services.json), plus the shared libraries (contract, kit), tools,
+// One project per registered service (services.json), plus the shared libraries (contract, kit, bus), tools,
 // the SDK (client) and e2e.
 const { services } = require("./services.json");
 
@@ -30,6 +30,7 @@ module.exports = {
   projects: [
     project("contract", "<rootDir>/services/contract"),
     project("kit", "<rootDir>/services/kit"),
+    project("bus", "<rootDir>/packages/bus"),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/"] }),
     project("client", "<rootDir>/packages/client"),

@@ -10,7 +10,7 @@
 #
 # Installs Debian's python3-confluent-kafka (which brings librdkafka1) through
 # apt-get when librdkafka is missing. The tests run the adapter on the mock with
-# named test-only settings (services/kit/test/support/kafka-mock.ts), never the
+# named test-only settings (packages/bus/test/support/kafka-mock.ts), never the
 # production ones, and list by name what the mock cannot serve.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +60,6 @@ echo "kafka-mock: librdkafka's mock cluster at $brokers (stopped when the comman
 export KAFKA_MOCK_BROKERS="$brokers"
 
 if [ "$#" -eq 0 ]; then
-  set -- npx jest --selectProjects kit --testPathPatterns 'test/(integration/(bus\.contract|kafka-recovery)|kafka-bus)' --verbose
+  set -- npx jest --selectProjects bus --testPathPatterns 'test/(integration/(bus\.contract|kafka-recovery)|kafka-bus)' --verbose
 fi
 "$@"

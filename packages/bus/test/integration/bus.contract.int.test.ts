@@ -13,12 +13,11 @@
  * - the Kafka adapter with the production settings when KAFKA_BROKERS points
  *   at a real broker.
  */
+import { createDb, createLogger } from "@dpp/kit";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type SubscribeOptions } from "../../src/bus";
-import { createDb } from "../../src/db";
 import { createBus } from "../../src/bus-factory";
 import { loadKafkaEnv } from "../../src/kafka-config";
-import { createLogger } from "../../src/logger";
-import { createTestDatabase, type TestDatabase } from "../../src/testing";
 import { describeBusContract } from "../contract/bus.contract";
 import { KAFKA_MOCK_SETTINGS, contractMock } from "../support/kafka-mock";
 
