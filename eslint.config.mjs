@@ -9,12 +9,16 @@ import globals from "globals";
 const { services } = JSON.parse(fs.readFileSync(new URL("./services.json", import.meta.url), "utf8"));
 const packageName = (folder) =>
   JSON.parse(fs.readFileSync(new URL(`./${folder}/package.json`, import.meta.url), "utf8")).name;
-const servicePackages = services.map((s) => ({ folder: s.folder, pkg: packageName(s.folder) }));
+const servicePackages = services.map((s) => ({ folder: s.folder, kind: s.kind, pkg: packageName(s.folder) }));
 const NO_SRC = {
   group: ["@dpp/*/src", "@dpp/*/src/*"],
   message: "Import a workspace package through its exports (package.json), not its src/.",
 };
 const restrict = (patterns) => ["error", { patterns }];
+const otherServices = (pkg) => ({
+  group: servicePackages.filter((o) => o.pkg !== pkg).map((o) => o.pkg),
+  message: "A service does not import another service: call it over gRPC (its proto in @dpp/proto).",
+});
 const BUS_ON_BASE =
   "@dpp/bus imports the kit through @dpp/kit/base only: the rest of the kit imports @dpp/bus.";
 
@@ -43,16 +47,27 @@ export default tseslint.config(
   // A service asks another over gRPC; it never imports its code.
   ...servicePackages.map(({ folder, pkg }) => ({
     files: [`${folder}/**/*.ts`],
-    rules: {
-      "no-restricted-imports": restrict([
-        NO_SRC,
-        {
-          group: servicePackages.filter((o) => o.pkg !== pkg).map((o) => o.pkg),
-          message: "A service does not import another service: call it over gRPC (its proto in @dpp/proto).",
-        },
-      ]),
-    },
+    rules: { "no-restricted-imports": restrict([NO_SRC, otherServices(pkg)]) },
   })),
+  // A gRPC service's own code uses the kit's public entry (docs/service-authors.md); the kit's plumbing and the
+  // bus transports are for the gateway's edge, the tools and tests.
+  ...servicePackages
+    .filter(({ kind }) => kind !== "gateway")
+    .map(({ folder, pkg }) => ({
+      files: [`${folder}/src/**/*.ts`, `${folder}/migrations/**/*.ts`],
+      ignores: ["**/*.test.ts"],
+      rules: {
+        "no-restricted-imports": restrict([
+          NO_SRC,
+          otherServices(pkg),
+          {
+            group: ["@dpp/kit/*", "!@dpp/kit/tracing", "@dpp/bus", "@dpp/bus/*"],
+            message:
+              "A service's own code imports @dpp/kit (and @dpp/kit/tracing); the kit's plumbing and the bus are for tools and tests (docs/service-authors.md).",
+          },
+        ]),
+      },
+    })),
   // The shared libraries never depend on a service; the contract depends on no workspace package.
   {
     files: ["services/kit/**/*.ts"],

@@ -11,15 +11,8 @@ import { propagation, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { newId, type DomainEvent } from "@dpp/contract";
-import {
-  OutboxRelay,
-  createDb,
-  createLogger,
-  createOutboxTable,
-  migrateSchema,
-  writeOutbox,
-  type WithOutbox,
-} from "@dpp/kit";
+import { createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
 import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type BusMessage, type Subscription } from "../../src/bus";
 

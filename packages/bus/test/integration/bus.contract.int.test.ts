@@ -13,7 +13,8 @@
  * - the Kafka adapter with the production settings when KAFKA_BROKERS points
  *   at a real broker.
  */
-import { createDb, createLogger } from "@dpp/kit";
+import { createLogger } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type SubscribeOptions } from "../../src/bus";
 import { createBus } from "../../src/bus-factory";

@@ -16,15 +16,8 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { newId, type DomainEvent } from "@dpp/contract";
-import {
-  OutboxRelay,
-  createDb,
-  createLogger,
-  createOutboxTable,
-  migrateSchema,
-  writeOutbox,
-  type WithOutbox,
-} from "@dpp/kit";
+import { createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
 import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/testing";
 import type { Bus, BusMessage, Subscription } from "../../src/bus";
 import { KafkaBus, kafkaBusOptions } from "../../src/kafka-bus";

@@ -8,7 +8,7 @@ import {
   REQUEST_ID_METADATA_KEY,
   createContextSigner,
   generateInternalKeyPair,
-} from "@dpp/kit";
+} from "@dpp/kit/internal";
 import { editToken, metadataOf, rawUnaryCall } from "@dpp/kit/testing";
 import { eventsV1 } from "@dpp/proto";
 import { domainEvent, newOrg, startHarness, type Harness, type Tenant } from "../harness";

@@ -4,13 +4,13 @@
  * UNAUTHENTICATED and reads or writes nothing; only a call signed by a trusted caller gets through.
  */
 import { randomBytes } from "node:crypto";
+import { type RequestContext } from "@dpp/kit";
 import {
   CONTEXT_METADATA_KEY,
   REQUEST_ID_METADATA_KEY,
   createContextSigner,
   generateInternalKeyPair,
-  type RequestContext,
-} from "@dpp/kit";
+} from "@dpp/kit/internal";
 import { editToken, metadataOf, rawUnaryCall } from "@dpp/kit/testing";
 import { passportV1 } from "@dpp/proto";
 import { startHarness, tenantRowCounts, testTenant, liveTenant, type Harness, type Tenant } from "../harness";
