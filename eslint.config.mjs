@@ -3,9 +3,9 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
 
-// Package boundaries (docs/decisions/0015-package-boundaries.md): a package is imported through its
-// exports, never its src/; no service imports another service; the contract depends on nothing; the bus
-// imports the kit through its base only, and the base never imports the bus.
+// Package boundaries (docs/decisions/0015-package-boundaries.md, 0048-kit-entries-and-bus-package.md): a
+// package is imported through its exports, never its src/; no service imports another service; the contract
+// depends on nothing; the bus imports the kit through its base only, and the base never imports the bus.
 const { services } = JSON.parse(fs.readFileSync(new URL("./services.json", import.meta.url), "utf8"));
 const packageName = (folder) =>
   JSON.parse(fs.readFileSync(new URL(`./${folder}/package.json`, import.meta.url), "utf8")).name;
