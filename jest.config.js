@@ -1,5 +1,5 @@
 // One jest run for the whole workspace: a single summary line at the end.
-// One project per registered service (services.json), plus the shared libraries (contract, kit), tools,
+// One project per registered service (services.json), plus the shared libraries (contract, kit, bus), tools,
 // the SDK (client), e2e and the static checks (checks: each step of `npm run check` as one test).
 const { services } = require("./services.json");
 
@@ -30,8 +30,9 @@ module.exports = {
   maxWorkers: 2,
   projects: [
     project("contract", "<rootDir>/services/contract"),
-    // The kit's Kafka tests start librdkafka's mock cluster: one message when it cannot run here.
-    project("kit", "<rootDir>/services/kit", { globalSetup: `${__dirname}/tools/jest/kafka-mock-check.mjs` }),
+    project("kit", "<rootDir>/services/kit"),
+    // The bus's Kafka tests start librdkafka's mock cluster: one message when it cannot run here.
+    project("bus", "<rootDir>/packages/bus", { globalSetup: `${__dirname}/tools/jest/kafka-mock-check.mjs` }),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/", "/checks/"] }),
     project("client", "<rootDir>/packages/client"),

@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { migrateAll, startStack, type Stack, type StackOptions } from "@dpp/stack";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";

@@ -5,7 +5,7 @@
  * emitted them commits (outbox → bus → feed), so `feed` is reported apart: compare it once the pipeline is idle.
  */
 import { sql, type Kysely } from "kysely";
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 
 export interface StoreSnapshot {
   /** Fingerprint of the rows written in the request's own transactions. */

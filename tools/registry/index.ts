@@ -65,7 +65,7 @@ const FIELDS = [
 const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const SCHEMA = /^[a-z][a-z0-9_]*$/;
 const PROTO_SERVICE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.[A-Z][A-Za-z0-9]*$/;
-/** Schemas no service may claim: the kit's bus tables and Postgres's own. */
+/** Schemas no service may claim: the bus tables (@dpp/bus) and Postgres's own. */
 const RESERVED_SCHEMAS = new Set(["bus", "public", "information_schema"]);
 
 /** <NAME>_ADDR of a service name: variants-units → VARIANTS_UNITS_ADDR (the chart derives the same). */

@@ -251,6 +251,7 @@ describe("what the registry drives", () => {
     expect(projects).toEqual([
       "contract <rootDir>/services/contract",
       "kit <rootDir>/services/kit",
+      "bus <rootDir>/packages/bus",
       ...registry.map((s) => `${s.name} <rootDir>/${s.folder}`),
       "tools <rootDir>/tools",
       "client <rootDir>/packages/client",

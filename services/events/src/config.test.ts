@@ -1,4 +1,5 @@
-import { ConfigError, loadServiceConfig } from "@dpp/kit";
+import { ConfigError } from "@dpp/kit";
+import { loadServiceConfig } from "@dpp/kit/internal";
 import { eventsService } from "./service";
 
 const loadEventsConfig = (env: Record<string, string | undefined>) => loadServiceConfig(eventsService, env);

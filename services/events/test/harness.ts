@@ -1,14 +1,9 @@
 /** Runs the events service in-process against its own test database. */
 import { randomBytes } from "node:crypto";
 import { newId, type DomainEvent } from "@dpp/contract";
-import {
-  DOMAIN_EVENTS_TOPIC,
-  PgBus,
-  createDb,
-  createLogger,
-  type ClientOf,
-  type RequestContext,
-} from "@dpp/kit";
+import { DOMAIN_EVENTS_TOPIC, createLogger, type ClientOf, type RequestContext } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
+import { PgBus } from "@dpp/bus";
 import { eventually, startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import { eventsV1 } from "@dpp/proto";
 import { eventsService } from "../src/service";

@@ -1,20 +1,76 @@
-export * from "./config";
-export * from "./logger";
-export * from "./context";
-export * from "./internal-auth";
-export * from "./grpc";
-export * from "./server";
-export * from "./db";
-export * from "./statement";
-export * from "./encode";
-export * from "./pagination";
-export * from "./events";
-export * from "./bus";
-export * from "./bus-factory";
-export * from "./kafka-config";
-export type { KafkaBus, KafkaBusOptions, KafkaClient } from "./kafka-bus";
-export * from "./outbox";
-export * from "./jobs";
-export * from "./service";
-export * from "./idempotency";
-export * from "./deadline";
+/**
+ * @dpp/kit: what a service's own code uses (docs/service-authors.md). Everything else of the kit is plumbing for
+ * the local stack, the benchmark, the admin CLI, the gateway's edge and tests, in `@dpp/kit/internal`; test
+ * support is `@dpp/kit/testing`, tracing `@dpp/kit/tracing`. The message encoder (encode.ts) and the
+ * prepared-statement driver (db.ts) are exported by no entry: the kit's gRPC adapter, statement() and keyed calls
+ * use them for a service.
+ */
+
+// The service template: a service's definition, its runtime (`rt`: pool, bus, jobs, clients, serve) and main.
+export {
+  defineService,
+  runService,
+  type CommonServiceConfig,
+  type ServiceConfig,
+  type ServiceDefinition,
+  type ServiceRuntime,
+} from "./service";
+export type { LeaderJob } from "./jobs";
+
+// Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
+export { ConfigError, address, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+export { createLogger, type Logger } from "./logger";
+
+// The context of a call: tenant, mode, key, plan, Idempotency-Key.
+export {
+  requireTenant,
+  type CallOutcome,
+  type CredentialKind,
+  type IdempotencyContext,
+  type PlanContext,
+  type RequestContext,
+  type TenantContext,
+} from "./context";
+
+// gRPC: the implementation of a service, a handler's call, a client of another service.
+export {
+  createClient,
+  type CallContext,
+  type CallOptions,
+  type ClientOf,
+  type ClientOptions,
+  type ImplOf,
+} from "./grpc";
+
+// The store: transactions that join a keyed call's, one-statement writes, statements compiled once, errors.
+export {
+  createIdempotencyTable,
+  singleStatement,
+  transaction,
+  type CallScope,
+  type IdempotencyTable,
+} from "./idempotency";
+export { statement, type Statement } from "./statement";
+export { databaseUnavailable, isDatabaseUnavailable, isUniqueViolation } from "./db";
+
+// Lists: page sizes and cursors.
+export {
+  DEFAULT_LIMIT,
+  MAX_LIMIT,
+  decodeCursor,
+  encodeCursor,
+  page,
+  pageLimit,
+  parseLimit,
+} from "./pagination";
+
+// Events: written to the outbox with the change, consumed from the bus (`rt.bus`).
+export { createOutboxTable, outboxInsert, writeOutbox, type OutboxTable, type WithOutbox } from "./outbox";
+export { DOMAIN_EVENTS_TOPIC } from "./events";
+export {
+  DEFAULT_FEED_CONSUMER_GROUP,
+  type Bus,
+  type BusMessage,
+  type SubscribeOptions,
+  type Subscription,
+} from "@dpp/bus";

@@ -28,7 +28,7 @@ import { startLeaderJob, type LeaderJob } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
 import { lockKey, migrateKitPart } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
-import { PgBus, type Bus } from "./bus";
+import { PgBus, type Bus } from "@dpp/bus";
 import type { Logger } from "./logger";
 import { activeTraceContext, publishingUntraced, startPublishSpans } from "./tracing";
 

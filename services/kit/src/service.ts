@@ -26,11 +26,11 @@ import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2
 import type { Kysely, Migration } from "kysely";
 import { z } from "zod";
 import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
-import { kafkaEnv, refineKafkaEnv } from "./kafka-config";
+import { kafkaEnv, refineKafkaEnv } from "@dpp/bus";
 import { createLogger, type Logger } from "./logger";
 import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT } from "./db";
-import { createBus } from "./bus-factory";
-import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "./bus";
+import { createBus } from "@dpp/bus";
+import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "@dpp/bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";

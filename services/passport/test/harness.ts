@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import { ApiError } from "@dpp/contract";
-import { createDb, type ClientOf, type RequestContext } from "@dpp/kit";
+import { type ClientOf, type RequestContext } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { startServiceUnderTest, type TestDatabase, type UnderTest } from "@dpp/kit/testing";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { passportV1, timestampFromDate } from "@dpp/proto";

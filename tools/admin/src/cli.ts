@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "@dpp/contract";
-import { createClient, createContextSigner, createDb } from "@dpp/kit";
+import { createClient, createContextSigner, createDb } from "@dpp/kit/internal";
 import { passportV1 } from "@dpp/proto";
 import {
   Admin,

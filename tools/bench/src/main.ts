@@ -10,7 +10,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import type { ChildProcess } from "node:child_process";
 import pg from "pg";
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { Admin, GATEWAY_SCHEMA, IdentityRepository, type GatewayDB } from "@dpp/gateway";
 import { freePort, migrateAll, startStack, type Stack } from "@dpp/stack";
 import { ensureDemoCredentials } from "@dpp/stack/demo";

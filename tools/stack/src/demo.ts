@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import {
   Admin,
   digestOf,

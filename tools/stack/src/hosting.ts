@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { SHUTDOWN_MESSAGE } from "@dpp/kit";
+import { SHUTDOWN_MESSAGE } from "@dpp/kit/internal";
 import { REPO_ROOT } from "../../registry";
 
 export type Hosting = "process" | "threads";

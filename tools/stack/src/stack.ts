@@ -24,7 +24,7 @@ import {
   generateInternalKeyPair,
   type InternalKeyPair,
   type Logger,
-} from "@dpp/kit";
+} from "@dpp/kit/internal";
 import { healthV1 } from "@dpp/proto";
 import {
   calleesOf,

@@ -5,7 +5,8 @@
  * refuses as data does not keep the rest of its batch out, and two consumers
  * appending overlapping batches at once store each event once, without gaps.
  */
-import { createDb, createLogger, migrateService } from "@dpp/kit";
+import { createLogger } from "@dpp/kit";
+import { createDb, migrateService } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import type { Kysely } from "kysely";
 import type { DomainEvent } from "@dpp/contract";

@@ -3,7 +3,8 @@
  * consumer group has read and that are older than the retention (72 h) go; unread ones and recent ones stay.
  */
 import { randomBytes } from "node:crypto";
-import { DOMAIN_EVENTS_TOPIC, PgBus, createLogger } from "@dpp/kit";
+import { DOMAIN_EVENTS_TOPIC, createLogger } from "@dpp/kit";
+import { PgBus } from "@dpp/bus";
 import { eventually, startServiceUnderTest, type UnderTest } from "@dpp/kit/testing";
 import pg from "pg";
 import { eventsService } from "../../src/service";

@@ -7,7 +7,7 @@
  * array text Postgres joins them into), under the settings it runs them with.
  */
 import { sql, type Kysely } from "kysely";
-import { createDb, migrateService } from "@dpp/kit";
+import { createDb, migrateService } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { eventsService } from "../../src/service";
 import { EventsRepository, type FeedQuery } from "../../src/store/events.repository";

@@ -1,6 +1,6 @@
 /** The consumer: bus → feed, ordering, duplicates, tenant isolation, malformed messages. */
 import { type DomainEvent } from "@dpp/contract";
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { timestampDate } from "@dpp/proto";
 import { EventsRepository } from "../../src/store/events.repository";
 import { EVENTS_SCHEMA, type EventsDB } from "../../src/store/schema";

@@ -14,16 +14,9 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { domainEvent } from "@dpp/contract";
-import {
-  OutboxRelay,
-  PgBus,
-  createDb,
-  createLogger,
-  createOutboxTable,
-  migrateSchema,
-  writeOutbox,
-  type WithOutbox,
-} from "@dpp/kit";
+import { createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
+import { PgBus } from "@dpp/bus";
 import type { eventsV1 } from "@dpp/proto";
 import { newOrg, startHarness, type Harness, type Tenant } from "../harness";
 

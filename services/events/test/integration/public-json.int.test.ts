@@ -9,7 +9,7 @@
 import { create } from "@bufbuild/protobuf";
 import { sql, type Kysely } from "kysely";
 import type { DomainEvent } from "@dpp/contract";
-import { createDb, migrateSchema } from "@dpp/kit";
+import { createDb, migrateSchema } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { eventsV1, timestampDate } from "@dpp/proto";
 import { eventsMigrations } from "../../migrations";

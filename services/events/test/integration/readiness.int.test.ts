@@ -6,7 +6,7 @@
  * server ("") is SERVING; it does not exit.
  */
 import net from "node:net";
-import { BUS_HEALTH_SERVICE, createHealthClient } from "@dpp/kit";
+import { BUS_HEALTH_SERVICE, createHealthClient } from "@dpp/kit/internal";
 import { startServiceUnderTest, type UnderTest } from "@dpp/kit/testing";
 import { eventsV1, healthV1 } from "@dpp/proto";
 import { eventsService } from "../../src/service";

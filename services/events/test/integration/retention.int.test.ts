@@ -1,5 +1,5 @@
 /** Feed retention: old events go, sequences are never reused, cursors keep reading forward. */
-import { createDb } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import type { Kysely } from "kysely";
 import { EventsRepository } from "../../src/store/events.repository";
 import { expireFeedEvents } from "../../src/store/feed-retention";

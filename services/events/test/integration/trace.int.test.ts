@@ -17,17 +17,9 @@ import { randomBytes } from "node:crypto";
 import { SpanKind, trace, type Span } from "@opentelemetry/api";
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import {
-  DOMAIN_EVENTS_TOPIC,
-  OutboxRelay,
-  PgBus,
-  createDb,
-  createLogger,
-  createOutboxTable,
-  migrateSchema,
-  writeOutbox,
-  type WithOutbox,
-} from "@dpp/kit";
+import { DOMAIN_EVENTS_TOPIC, createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
+import { PgBus } from "@dpp/bus";
 import { domainEvent, newOrg, startHarness, type Harness } from "../harness";
 
 const exporter = new InMemorySpanExporter();

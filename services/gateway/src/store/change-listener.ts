@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@dpp/kit";
-import { createPool } from "@dpp/kit";
+import { createPool } from "@dpp/kit/internal";
 
 /** What caughtUp needs of the listening connection. */
 interface Connection {

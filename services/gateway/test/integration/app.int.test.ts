@@ -11,13 +11,8 @@ import type { Server } from "node:http";
 import { sql } from "kysely";
 import { ApiError } from "@dpp/contract";
 import { invalidParameter, validationFailed } from "@dpp/contract";
-import {
-  createLogger,
-  fromServiceError,
-  toServiceError,
-  type CallOptions,
-  type RequestContext,
-} from "@dpp/kit";
+import { createLogger, type CallOptions, type RequestContext } from "@dpp/kit";
+import { fromServiceError, toServiceError } from "@dpp/kit/internal";
 import { passportV1, timestampFromDate, type eventsV1 } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";

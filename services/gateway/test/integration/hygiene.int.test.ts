@@ -6,7 +6,8 @@
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
-import { createDb, createLogger, type CallOptions } from "@dpp/kit";
+import { createLogger, type CallOptions } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { passportV1, timestampFromDate } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { IdentityRepository } from "../../src/modules/identity/identity.repository";

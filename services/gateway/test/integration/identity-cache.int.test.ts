@@ -11,7 +11,8 @@
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Kysely, PostgresDialect, sql } from "kysely";
-import { createLogger, createPool, type CallOptions, type RequestContext } from "@dpp/kit";
+import { createLogger, type CallOptions, type RequestContext } from "@dpp/kit";
+import { createPool } from "@dpp/kit/internal";
 import { passportV1, timestampFromDate } from "@dpp/proto";
 import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";

@@ -9,7 +9,7 @@ import {
   migrateSchema,
   withConnection,
 } from "../../src/db";
-import { BUS_SCHEMA, migrateBus } from "../../src/bus";
+import { BUS_SCHEMA, migrateBus } from "@dpp/bus";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";
 
 let tdb: TestDatabase;

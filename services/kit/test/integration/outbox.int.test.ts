@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { sql, type Kysely } from "kysely";
-import { PgBus, migrateBus, type Bus, type BusMessage, type SubscribeOptions } from "../../src/bus";
+import { PgBus, migrateBus, type Bus, type BusMessage, type SubscribeOptions } from "@dpp/bus";
 import { createDb, migrateSchema } from "../../src/db";
 import { newId, type DomainEvent } from "@dpp/contract";
 import { DOMAIN_EVENTS_TOPIC } from "../../src/events";

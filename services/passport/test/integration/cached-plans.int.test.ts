@@ -9,7 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
-import { createDb, migrateService } from "@dpp/kit";
+import { createDb, migrateService } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { passportService, PASSPORT_SCHEMA } from "../../src/service";
 import { PassportReads } from "../../src/store";

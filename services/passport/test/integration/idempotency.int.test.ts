@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { sql } from "kysely";
+import { type RequestContext } from "@dpp/kit";
 import {
   CONTEXT_METADATA_KEY,
   contextToWire,
@@ -13,8 +14,7 @@ import {
   IDEMPOTENCY_KEY_METADATA_KEY,
   reapIdempotencyRecords,
   REQUEST_ID_METADATA_KEY,
-  type RequestContext,
-} from "@dpp/kit";
+} from "@dpp/kit/internal";
 import { metadataOf, rawUnaryCall, signedToken } from "@dpp/kit/testing";
 import { passportV1 } from "@dpp/proto";
 import {

@@ -5,7 +5,8 @@
 import { sql } from "kysely";
 import { timestampDate } from "@dpp/proto";
 import { type DomainEvent } from "@dpp/contract";
-import { createLogger, DOMAIN_EVENTS_TOPIC, PgBus, type BusMessage, type Subscription } from "@dpp/kit";
+import { createLogger, DOMAIN_EVENTS_TOPIC, type BusMessage, type Subscription } from "@dpp/kit";
+import { PgBus } from "@dpp/bus";
 import { eventually } from "@dpp/kit/testing";
 import { context, liveTenant, refusal, startHarness, testTenant, type Harness } from "../harness";
 

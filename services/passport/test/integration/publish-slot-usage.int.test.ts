@@ -4,7 +4,7 @@
  * transitions through the API).
  */
 import { sql, type Kysely } from "kysely";
-import { createDb, migrateSchema } from "@dpp/kit";
+import { createDb, migrateSchema } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { migrations } from "../../migrations";
 

@@ -8,7 +8,7 @@
  * query, and the test asks Postgres to EXPLAIN exactly that text with those parameters.
  */
 import { Kysely, PostgresDialect, sql, type CompiledQuery } from "kysely";
-import { createPool, migrateDatabase } from "@dpp/kit";
+import { createPool, migrateDatabase } from "@dpp/kit/internal";
 import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { migrations } from "../../migrations";
 import { PASSPORT_SCHEMA } from "../../src/service";

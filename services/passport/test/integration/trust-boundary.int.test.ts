@@ -4,7 +4,7 @@
  * refused UNAUTHENTICATED and reads or writes nothing; only a call signed by a trusted caller gets through. And a
  * genuine token for one organization finds nothing of another's by id.
  */
-import { CONTEXT_METADATA_KEY, REQUEST_ID_METADATA_KEY, createContextSigner } from "@dpp/kit";
+import { CONTEXT_METADATA_KEY, REQUEST_ID_METADATA_KEY, createContextSigner } from "@dpp/kit/internal";
 import { describeTrustBoundary, metadataOf, rawUnaryCall } from "@dpp/kit/testing";
 import { passportV1 } from "@dpp/proto";
 import { startHarness, tenantRowCounts, testTenant, liveTenant, type Harness, type Tenant } from "../harness";

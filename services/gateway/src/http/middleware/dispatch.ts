@@ -1,6 +1,6 @@
 /** The last step of a route: its handler, then the answer (marked when a service replayed a recorded result). */
 import type { Request, Response } from "express";
-import { REPLAYED_HEADER } from "@dpp/kit";
+import { REPLAYED_HEADER } from "@dpp/kit/internal";
 import { jsonBody } from "../json";
 import type { Route, Step } from "../route";
 import { contextOf } from "./locals";

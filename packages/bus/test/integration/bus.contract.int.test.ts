@@ -12,12 +12,12 @@
  * - the Kafka adapter with the production settings when KAFKA_BROKERS points
  *   at a real broker.
  */
+import { createLogger } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
+import { createTestDatabase, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type SubscribeOptions } from "../../src/bus";
-import { createDb } from "../../src/db";
 import { createBus } from "../../src/bus-factory";
 import { loadKafkaEnv } from "../../src/kafka-config";
-import { createLogger } from "../../src/logger";
-import { createTestDatabase, type TestDatabase } from "../../src/testing";
 import { describeBusContract } from "../contract/bus.contract";
 import { KAFKA_MOCK_SETTINGS, startKafkaMock, type KafkaMock } from "../support/kafka-mock";
 

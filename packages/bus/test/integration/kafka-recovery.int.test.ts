@@ -16,13 +16,12 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { newId, type DomainEvent } from "@dpp/contract";
+import { createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
+import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/testing";
 import type { Bus, BusMessage, Subscription } from "../../src/bus";
-import { createDb, migrateSchema } from "../../src/db";
 import { KafkaBus, kafkaBusOptions } from "../../src/kafka-bus";
 import { loadKafkaEnv } from "../../src/kafka-config";
-import { createLogger } from "../../src/logger";
-import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
-import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 import { FakeKafka } from "../support/fake-kafka";
 import { KAFKA_MOCK_SETTINGS, startKafkaMock, type KafkaMock } from "../support/kafka-mock";
 

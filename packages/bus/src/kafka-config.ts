@@ -3,8 +3,7 @@
  * that reading the configuration does not load kafkajs.
  */
 import { z } from "zod";
-import { ConfigError, positiveInt } from "./config";
-import { DOMAIN_EVENTS_TOPIC } from "./events";
+import { ConfigError, DOMAIN_EVENTS_TOPIC, positiveInt } from "@dpp/kit/base";
 
 const brokerList = z
   .string()

@@ -1,7 +1,7 @@
 /**
  * The Kafka adapter of the bus interface (production), with kafkajs 2.2.4.
- * Nothing outside the kit imports kafkajs: moving to another client touches
- * this file only. Decision record: docs/decisions/0016-kafka-in-production.md.
+ * Nothing outside this package imports kafkajs: moving to another client
+ * touches this file only. Decision record: docs/decisions/0016-kafka-in-production.md.
  *
  * Guarantees, the same as every adapter (see bus.ts):
  * - publish resolves only after every broker in the in-sync set acknowledged
@@ -17,7 +17,7 @@
  * - kafkajs retries each request a few times within about two seconds
  *   (`kafkaClientConfig`); past that, the caller's backoff takes over: the
  *   outbox relay's job for publishing, the subscription's job for consuming.
- *   Both are leader jobs (jobs.ts): exponential backoff with jitter, capped,
+ *   Both are leader jobs (the kit's jobs.ts): exponential backoff with jitter, capped,
  *   the first failure logged at once and repeats at most every 30 s.
  * - A publish that failed leaves the producer's sequence numbers in doubt, so
  *   the producer is replaced (a new producer id) and the topic is checked
@@ -58,10 +58,8 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from "./bus";
-import { ConfigError } from "./config";
-import { startLeaderJob, type LeaderJob } from "./jobs";
+import { ConfigError, startLeaderJob, type LeaderJob, type Logger } from "@dpp/kit/base";
 import type { KafkaEnv } from "./kafka-config";
-import type { Logger } from "./logger";
 
 /** The part of a kafkajs client the adapter uses (tests replace it with a fake). */
 export type KafkaClient = Pick<Kafka, "producer" | "consumer" | "admin">;

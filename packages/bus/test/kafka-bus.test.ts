@@ -12,10 +12,11 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import pino from "pino";
+import { ConfigError, DOMAIN_EVENTS_TOPIC, createLogger, type Logger } from "@dpp/kit";
+import { eventually } from "@dpp/kit/testing";
 import { PgBus } from "../src/bus";
 import { createBus } from "../src/bus-factory";
-import { ConfigError } from "../src/config";
-import { DOMAIN_EVENTS_TOPIC } from "../src/events";
 import {
   KAFKA_REQUEST_RETRY,
   KafkaBus,
@@ -26,9 +27,6 @@ import {
   type KafkaBusOptions,
 } from "../src/kafka-bus";
 import { loadKafkaEnv } from "../src/kafka-config";
-import { createLogger, type Logger } from "../src/logger";
-import pino from "pino";
-import { eventually } from "../src/testing";
 import type { BusMessage } from "../src/bus";
 import { FakeKafka, type FakeBatchMessage } from "./support/fake-kafka";
 

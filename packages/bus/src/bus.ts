@@ -1,7 +1,7 @@
 /**
  * The bus interface every producer and consumer uses, and its Postgres-table
  * transport (the one-machine default). A Kafka adapter implements the same
- * interface; nothing outside this folder knows which one runs.
+ * interface; nothing outside this package knows which one runs.
  *
  * Guarantees of every adapter: at-least-once delivery; messages with the same
  * key are delivered in publish (commit) order; a consumer group's position only
@@ -10,9 +10,15 @@
 import pg from "pg";
 import { metrics, type ObservableCallback, type ObservableGauge } from "@opentelemetry/api";
 import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
-import { createDb, lockKey, migrateDatabase } from "./db";
-import type { Logger } from "./logger";
-import { backoffMs, startLeaderJob, type LeaderJob } from "./jobs";
+import {
+  backoffMs,
+  createDb,
+  lockKey,
+  migrateDatabase,
+  startLeaderJob,
+  type LeaderJob,
+  type Logger,
+} from "@dpp/kit/base";
 
 export interface BusMessage {
   key: string;

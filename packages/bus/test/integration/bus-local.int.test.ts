@@ -11,11 +11,10 @@ import { propagation, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { newId, type DomainEvent } from "@dpp/contract";
+import { createLogger, createOutboxTable, writeOutbox, type WithOutbox } from "@dpp/kit";
+import { OutboxRelay, createDb, migrateSchema } from "@dpp/kit/internal";
+import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type BusMessage, type Subscription } from "../../src/bus";
-import { createDb, migrateSchema } from "../../src/db";
-import { createLogger } from "../../src/logger";
-import { OutboxRelay, createOutboxTable, writeOutbox, type WithOutbox } from "../../src/outbox";
-import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
 const log = createLogger("kit-bus-local-test", "silent");
 let tdb: TestDatabase;

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Bus, BusMessage, Subscription } from "../../src/bus";
-import { eventually } from "../../src/testing";
+import { eventually } from "@dpp/kit/testing";
 
 export interface ContractTarget {
   /** A new bus instance (each test may open several, as separate replicas would). */

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { createLogger } from "@dpp/kit";
+import { createTestDatabase, eventually, type TestDatabase } from "@dpp/kit/testing";
 import { PgBus, migrateBus, type BusMessage, type Subscription } from "../../src/bus";
-import { createLogger } from "../../src/logger";
-import { createTestDatabase, eventually, type TestDatabase } from "../../src/testing";
 
 const log = createLogger("kit-bus-test", "silent");
 let tdb: TestDatabase;

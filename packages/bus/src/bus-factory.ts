@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { PgBus, type Bus } from "./bus";
 import type { KafkaBusOptions, KafkaTestOnlySettings } from "./kafka-bus";
 import { kafkaEnvSchema, type KafkaEnv } from "./kafka-config";
-import type { Logger } from "./logger";
+import type { Logger } from "@dpp/kit/base";
 
 export interface BusConfig extends Partial<KafkaEnv> {
   /** Database holding the bus schema (the Postgres-table transport). */
