@@ -133,3 +133,37 @@ it("lists the first 100 of 400 unknown members, with their total, at once, while
   expect(reads.filter((r) => r.status !== 200)).toEqual([]);
   expect(Math.max(...reads.map((r) => r.ms))).toBeLessThan(1000);
 });
+
+it("counts every issue when it lists the first 100: strings the edge refuses, and the edge's issues with the service's", async () => {
+  // 150 member names holding U+0000: refused by the gateway's reader, every one counted.
+  const names = Array.from({ length: 150 }, (_, i) => `"n${i}_${"€".repeat(300)}\\u0000":1`);
+  const edge = await h.request(`/organizations/${attacker.organizationId}/passports`, {
+    key: attacker.testKey,
+    raw: `{"category":"textile","data":{${names.join(",")}}}`,
+    headers: { "content-type": "application/json" },
+  });
+  h.expectStatus(edge, 422);
+  const e1 = envelope(edge);
+  expect(e1.details.issues).toHaveLength(100);
+  expect([e1.details.issues_truncated, e1.details.total_issues]).toEqual([true, 150]);
+  expect(e1.details.issues[0]).toMatchObject({
+    source: { pointer: `/data/n0_${"€".repeat(197)}${ELLIPSIS}` },
+    rule: "nul_character",
+    pointer_truncated: true,
+  });
+
+  // An unknown top-level member (the gateway's) and 400 unknown members of data (the service's).
+  const data: Record<string, unknown> = {};
+  for (let i = 0; i < 400; i++) data[`unknown_${i}`] = i;
+  const both = await h.request(`/organizations/${attacker.organizationId}/passports`, {
+    key: attacker.testKey,
+    body: { category: "textile", colour: "red", data },
+  });
+  h.expectStatus(both, 422);
+  const e2 = envelope(both);
+  expect(e2.details.issues).toHaveLength(100);
+  expect(e2.details.issues[0].source.pointer).toBe("/colour");
+  expect(e2.details.issues[1].source.pointer).toBe("/data/unknown_0");
+  expect([e2.details.issues_truncated, e2.details.total_issues]).toEqual([true, 401]);
+  expect(e2.message).toBe("The request body failed validation (401 issues at /colour).");
+});

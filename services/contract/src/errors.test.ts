@@ -182,6 +182,13 @@ describe("validationFailed", () => {
   it("keeps a custom message", () => {
     expect(validationFailed([], "Nope.").message).toBe("Nope.");
   });
+
+  it("counts the issues found when it lists only the first of them", () => {
+    const issues: Issue[] = [{ source: { pointer: "/a" }, rule: "nul_character" }];
+    const err = validationFailed(issues, undefined, 150);
+    expect(err.details).toEqual({ issues, issues_truncated: true, total_issues: 150 });
+    expect(err.message).toBe("The request body failed validation (150 issues at /a).");
+  });
 });
 
 describe("invalidParameter", () => {

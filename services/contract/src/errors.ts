@@ -148,15 +148,17 @@ export class ApiError extends Error {
   }
 }
 
-/** validation_failed with details.issues (JSON Pointers into the body). */
-export function validationFailed(issues: Issue[], message?: string): ApiError {
+/**
+ * validation_failed with details.issues (JSON Pointers into the body). `total`: the issues found when `issues`
+ * lists only the first of them (then details.issues_truncated and total_issues).
+ */
+export function validationFailed(issues: Issue[], message?: string, total = issues.length): ApiError {
   const first = issues[0];
   const where = first && "pointer" in first.source ? ` at ${first.source.pointer || "/"}` : "";
   return new ApiError(
     "validation_failed",
-    message ??
-      `The request body failed validation (${issues.length} issue${issues.length === 1 ? "" : "s"}${where}).`,
-    { issues },
+    message ?? `The request body failed validation (${total} issue${total === 1 ? "" : "s"}${where}).`,
+    total > issues.length ? { issues, issues_truncated: true, total_issues: total } : { issues },
   );
 }
 
