@@ -6,7 +6,9 @@
  * parameters (valid, junk, repeated, unknown), its headers (the tenant's keys in both modes, a read-only, revoked
  * or random key, none, another scheme; Idempotency-Key, Expected-Version, If-Match valid or not; content types)
  * and its body (shaped after the document's schema, or any JSON, or text no service may store, invalid UTF-8,
- * deep nesting, duplicate members, truncated, oversized). For every answer:
+ * deep nesting, duplicate members, truncated, oversized; or large up to the operation's ceiling and a little over:
+ * member names of up to a whole body, up to 1000 members and one more, nesting to the depth limit and past it, long
+ * strings, in one- to four-byte characters and those a pointer escapes). For every answer:
  *
  * - no 5xx;
  * - the answer is what the document describes for that operation (ContractValidator: a documented status, the
@@ -14,7 +16,9 @@
  * - a refused request stored nothing: the rows of the fuzzing tenant and of the client it manages (passports,
  *   GTIN claims, publish approvals, validations, grants) are the same after it as before; at the end, the
  *   tenant's feed holds exactly one passport event per accepted passport change (the sum of its passports'
- *   versions).
+ *   versions);
+ * - another tenant reading its passport all along, two reads at a time, is answered 200 every time, none waiting
+ *   out a call's deadline: no request, however large its refusal, fails or delays another's (docs/decisions/0046).
  *
  * Deterministic: FUZZ_SEED (default below) and FUZZ_RUNS (default 5000 requests) are printed; a failure prints the
  * request and the answer. Rate limits of this stack are raised so that they are not what is measured.
@@ -32,6 +36,9 @@ let h: Harness;
 let t: Tenant;
 let other: Tenant;
 let client: Tenant;
+/** The tenant whose reads run alongside the fuzzing, and its passport. */
+let bystander: Tenant;
+let bystanderPassport: string;
 let store: StoreReader;
 const validator = ContractValidator.fromSource();
 const doc = structuredClone(SERVED_DOCUMENT);
@@ -71,6 +78,8 @@ const OPERATIONS: Operation[] = Object.entries(doc.paths as Record<string, any>)
 const pool = { passports: [] as string[], livePassports: [] as string[], keyIds: [] as string[] };
 const keys = { readOnly: "", revoked: "" };
 const stats = new Map<string, Record<string, number>>();
+/** Large bodies sent (LargeBody), their characters, and their answers' statuses. */
+const large = { sent: 0, chars: 0, statuses: {} as Record<string, number> };
 
 beforeAll(async () => {
   h = await startHarness("e2e_fuzz", {
@@ -85,6 +94,14 @@ beforeAll(async () => {
   // A client the fuzzing tenant manages: the grant operations can succeed on it.
   client = await h.tenant("Managed Client", "pro");
   await h.admin.linkClient(t.organizationId, client.organizationId);
+  // No recipe names this tenant or holds its keys: its reads are the only requests on its data.
+  bystander = await h.tenant("Bystander", "pro");
+  const read = await h.request(`/organizations/${bystander.organizationId}/passports`, {
+    key: bystander.testKey,
+    body: { category: "textile", data: { product_name: "Read all along" } },
+  });
+  expect(read.status).toBe(201);
+  bystanderPassport = read.body.id;
   store = storeReader(h.db.url);
   const readOnly = await h.admin.createKey({
     organizationId: t.organizationId,
@@ -265,16 +282,99 @@ function shapedBody(op: Operation): fc.Arbitrary<unknown> {
   }
 }
 
+// ---- large bodies ----------------------------------------------------------------------------------------
+
+/** What long names and strings are made of: one, two, three and four bytes of UTF-8, and what a pointer escapes. */
+const FILL = ["m", "é", "€", "😀", "/", "~"];
+
+/** A body as large as the operation's ceiling allows (or a little over it), written when it is sent. */
+interface LargeBody {
+  kind: "large";
+  /** The top level of the body, or the `data` of a passport body (the top level for other operations). */
+  at: "top" | "data";
+  shape: "longName" | "manyMembers" | "deep" | "longString";
+  /** The body's size in thousandths of the operation's ceiling (over 1000: over it). */
+  size: number;
+  fill: number;
+  /** deep: the depth of the innermost value (the body itself is 1; the limit is 32). */
+  depth: number;
+  /** manyMembers: members of the one object (the limit is 1000). */
+  members: number;
+  /** The last string holds U+0000 (refused at its pointer). */
+  nul: boolean;
+}
+
+const largeBody: fc.Arbitrary<LargeBody> = fc.record({
+  kind: fc.constant("large" as const),
+  at: fc.constantFrom("top" as const, "data" as const),
+  shape: fc.constantFrom("longName" as const, "manyMembers" as const, "deep" as const, "longString" as const),
+  size: fc.oneof(
+    { weight: 8, arbitrary: fc.integer({ min: 1, max: 1000 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 1001, max: 1010 }) },
+  ),
+  fill: fc.nat({ max: FILL.length - 1 }),
+  depth: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 2, max: 32 }) }, fc.constant(33)),
+  members: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 2, max: 1000 }) }, fc.constant(1001)),
+  nul: fc.boolean(),
+});
+
+/** The text of a large body for `op`: about size/1000 of its ceiling. */
+function largeBodyText(op: Operation, b: LargeBody): string {
+  const target = Math.floor(((op.limitBytes ?? 1024 * 1024) * b.size) / 1000);
+  const fill = FILL[b.fill]!;
+  const unit = Buffer.byteLength(fill);
+  // Characters of `fill` that make about `bytes` bytes, at least one.
+  const chars = (bytes: number) => fill.repeat(Math.max(1, Math.floor(bytes / unit)));
+  const last = b.nul ? "\\u0000" : "";
+  const passport = op.operationId === "createPassport" || op.operationId === "updatePassport";
+  const inData = b.at === "data" && passport;
+  const head = inData
+    ? (op.operationId === "createPassport" ? '{"category":"textile",' : "{") + '"data":'
+    : "";
+  const tail = inData ? "}" : "";
+  const budget = target - head.length - tail.length - 16;
+  let inner: string;
+  switch (b.shape) {
+    case "longName":
+      inner = `{${JSON.stringify(chars(budget - 8))}:"x${last}"}`;
+      break;
+    case "manyMembers": {
+      const each = Math.floor(budget / b.members) - 8;
+      const members = Array.from({ length: b.members }, (_, i) => `"${i}_${chars(each)}":${i}`);
+      if (b.nul) members[members.length - 1] += `,"nul":"${last}"`;
+      inner = `{${members.join(",")}}`;
+      break;
+    }
+    case "deep": {
+      // Objects and arrays (every third level) nested `depth` deep, the body's own object included.
+      const levels = Math.max(1, b.depth - (inData ? 1 : 0));
+      const name = JSON.stringify(chars(Math.floor(budget / levels) - 8));
+      inner = `"x${last}"`;
+      for (let i = levels - 1; i >= 0; i--) inner = i % 3 === 2 ? `[${inner}]` : `{${name}:${inner}}`;
+      break;
+    }
+    case "longString": {
+      const member = inData ? ["product_name", "product_description", "x"][b.members % 3]! : "name";
+      inner = `{${JSON.stringify(member)}:"${chars(budget - member.length)}${last}"}`;
+      break;
+    }
+  }
+  return head + inner + tail;
+}
+
 type Body =
   | { kind: "none" }
   | { kind: "json"; value: unknown }
   | { kind: "text"; text: string }
-  | { kind: "bytes"; bytes: readonly number[] };
+  | { kind: "bytes"; bytes: readonly number[] }
+  | LargeBody;
 
 function bodyOf(op: Operation): fc.Arbitrary<Body> {
   const json = (v: fc.Arbitrary<unknown>) => v.map((value) => ({ kind: "json" as const, value }));
   return fc.oneof(
     { weight: 12, arbitrary: json(shapedBody(op)) },
+    // More of them where a body may be largest (passport create and update, 1 MiB).
+    { weight: (op.limitBytes ?? 0) >= 1024 * 1024 ? 3 : 1, arbitrary: largeBody },
     { weight: 2, arbitrary: fc.constant({ kind: "none" as const }) },
     { weight: 2, arbitrary: json(fc.jsonValue({ maxDepth: 4 })) },
     {
@@ -467,6 +567,7 @@ function send(r: Recipe): { path: string; init: RequestInit } {
   if (b.kind === "json") body = JSON.stringify(b.value);
   else if (b.kind === "text") body = b.text;
   else if (b.kind === "bytes") body = Uint8Array.from(b.bytes);
+  else if (b.kind === "large") body = largeBodyText(r.op, b);
   if (body !== undefined && h2.contentType) headers["content-type"] = h2.contentType;
   return { path, init: { method: r.op.method, headers, body } };
 }
@@ -476,7 +577,9 @@ function describeRequest(r: Recipe, path: string, init: RequestInit): string {
   const body =
     b.kind === "bytes"
       ? `bytes ${Buffer.from(b.bytes).toString("hex")}`
-      : String(init.body ?? "").slice(0, 300);
+      : b.kind === "large"
+        ? `${JSON.stringify(b)}, ${String(init.body).length} characters: ${String(init.body).slice(0, 300)}`
+        : String(init.body ?? "").slice(0, 300);
   return `${r.op.operationId}: ${init.method} /v1${path}\n  headers ${JSON.stringify(init.headers)}\n  body ${JSON.stringify(body)}`;
 }
 
@@ -492,7 +595,23 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
   };
   let before = await snapshot();
   const started = Date.now();
-  await fc.assert(
+  // Another tenant reads its passport all along, two reads at a time.
+  let fuzzing = true;
+  const reads: { status: number; ms: number }[] = [];
+  const reader = async () => {
+    while (fuzzing) {
+      const at = Date.now();
+      const res = await fetch(
+        `${h.stack.baseUrl}/organizations/${bystander.organizationId}/passports/${bystanderPassport}`,
+        { headers: { authorization: `Bearer ${bystander.testKey}` } },
+      );
+      await res.arrayBuffer();
+      reads.push({ status: res.status, ms: Date.now() - at });
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const readers = [reader(), reader()];
+  const run = fc.assert(
     fc.asyncProperty(recipe, async (r) => {
       const { path, init } = send(r);
       const res = await fetch(h.stack.baseUrl + path, init);
@@ -505,6 +624,11 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
         body = undefined;
       }
       const where = () => `${describeRequest(r, path, init)}\n  → ${res.status} ${text.slice(0, 600)}`;
+      if (r.body.kind === "large") {
+        large.sent++;
+        large.chars += String(init.body).length;
+        large.statuses[res.status] = (large.statuses[res.status] ?? 0) + 1;
+      }
       const perOp = stats.get(r.op.operationId) ?? {};
       perOp[String(res.status)] = (perOp[String(res.status)] ?? 0) + 1;
       stats.set(r.op.operationId, perOp);
@@ -532,6 +656,8 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true, verbose: 0 },
   );
+  await run.finally(() => (fuzzing = false));
+  await Promise.all(readers);
   const seconds = (Date.now() - started) / 1000;
   console.log(
     `fuzz: ${sent} requests in ${seconds.toFixed(1)} s; statuses per operation:\n` +
@@ -540,6 +666,15 @@ it(`answers ${RUNS} generated requests over every operation with no 5xx, documen
         .map(([op, s]) => `  ${op.padEnd(22)} ${JSON.stringify(s)}`)
         .join("\n"),
   );
+  const slowest = Math.max(...reads.map((r) => r.ms));
+  console.log(
+    `fuzz: ${large.sent} large bodies (${(large.chars / 2 ** 20).toFixed(1)} Mi characters), statuses ${JSON.stringify(large.statuses)}; ` +
+      `${reads.length} reads of another tenant alongside, slowest ${slowest} ms`,
+  );
+  expect(large.sent).toBeGreaterThan(RUNS / 100);
+  expect(reads.filter((r) => r.status !== 200)).toEqual([]);
+  // A call held up by another's refusal waits out its deadline (5 s) before it is answered.
+  expect(slowest).toBeLessThan(5000);
   expect(sent).toBeGreaterThanOrEqual(RUNS);
   // Every operation of the document was driven, and answered both successes and refusals for most.
   for (const op of OPERATIONS)

@@ -640,7 +640,12 @@ export interface components {
     Issue: {
       source:
         | {
-            /** @description JSON Pointer into the body; `""` is the body itself. */
+            /**
+             * @description JSON Pointer into the body; `""` is the body itself. A member name of
+             *     more than 200 characters is cut to its first 200 and `…` (then
+             *     `pointer_truncated` is `true`); a pointer longer than 1000 characters
+             *     ends with the token `…` where it is cut.
+             */
             pointer: string;
           }
         | {
@@ -651,11 +656,28 @@ export interface components {
           };
       /** @description Stable snake_case rule name (`required`, `type`, `unknown_field`, `integer`, `range`, ...). */
       rule: string;
+      /**
+       * @description A member name its pointer cut is cut the same way here; a longer text ends with
+       *     `… (cut from N characters)`.
+       */
       message?: string;
+      /**
+       * @description Present when `source.pointer` was cut (a member name of more than 200 characters, or a pointer of more than 1000).
+       * @enum {boolean}
+       */
+      pointer_truncated?: true;
     };
     /** @description Machine-readable context of the error; the keys depend on the code. Objects are open. */
     ErrorDetails: {
+      /** @description The first 100 issues found, at most. */
       issues?: components["schemas"]["Issue"][];
+      /**
+       * @description Present when more than 100 issues were found; `issues` lists the first 100.
+       * @enum {boolean}
+       */
+      issues_truncated?: true;
+      /** @description With `issues_truncated`, the number of issues found. */
+      total_issues?: number;
       /** @description `payload_too_large`: the operation's ceiling in bytes. */
       limit_bytes?: number;
       /** @description `method_not_allowed`: the methods the path answers. */

@@ -1,6 +1,8 @@
 import {
   ApiError,
+  boundError,
   DOCUMENTATION_BASE_URL,
+  ERROR_LIMITS,
   ERROR_TABLE,
   httpStatusOf,
   invalidParameter,
@@ -180,6 +182,13 @@ describe("validationFailed", () => {
   it("keeps a custom message", () => {
     expect(validationFailed([], "Nope.").message).toBe("Nope.");
   });
+
+  it("counts the issues found when it lists only the first of them", () => {
+    const issues: Issue[] = [{ source: { pointer: "/a" }, rule: "nul_character" }];
+    const err = validationFailed(issues, undefined, 150);
+    expect(err.details).toEqual({ issues, issues_truncated: true, total_issues: 150 });
+    expect(err.message).toBe("The request body failed validation (150 issues at /a).");
+  });
 });
 
 describe("invalidParameter", () => {
@@ -209,5 +218,101 @@ describe("pointerToken", () => {
 
   it("turns array indexes into tokens", () => {
     expect(`/variants/${pointerToken(3)}/size`).toBe("/variants/3/size");
+  });
+});
+
+describe("boundError", () => {
+  const unknownField = (name: string): Issue => ({
+    source: { pointer: `/data/${pointerToken(name)}` },
+    rule: "unknown_field",
+    message: `Unknown field "${name}": the textile field schema does not define it.`,
+  });
+
+  it("cuts a long member name to 200 characters and an ellipsis in the pointer and in every message, and says so", () => {
+    const name = "m".repeat(200_000);
+    const err = boundError(validationFailed([unknownField(name)]));
+    const cut = `${"m".repeat(200)}\u2026`;
+    expect(err.code).toBe("validation_failed");
+    expect(err.details.issues).toEqual([
+      {
+        source: { pointer: `/data/${cut}` },
+        rule: "unknown_field",
+        message: `Unknown field "${cut}": the textile field schema does not define it.`,
+        pointer_truncated: true,
+      },
+    ]);
+    expect(err.message).toBe(`The request body failed validation (1 issue at /data/${cut}).`);
+    expect(JSON.stringify(toEnvelope(err, "req_1")).length).toBeLessThan(1000);
+  });
+
+  it("cuts names by characters, never inside a surrogate pair, and keeps their escaping", () => {
+    const name = `a/${"😀".repeat(300)}`;
+    const err = boundError(validationFailed([unknownField(name)]));
+    const issue = (err.details.issues as Record<string, any>[])[0]!;
+    expect(issue.source.pointer).toBe(`/data/a~1${"😀".repeat(198)}\u2026`);
+    expect(issue.message).toContain(`"a/${"😀".repeat(198)}\u2026"`);
+    expect(issue.pointer_truncated).toBe(true);
+  });
+
+  it("lists the first 100 issues and counts them all", () => {
+    const issues = Array.from({ length: 400 }, (_, i) => unknownField(`field_${i}`));
+    const err = boundError(validationFailed(issues));
+    expect(err.details.issues).toEqual(issues.slice(0, ERROR_LIMITS.issues));
+    expect(err.details.issues_truncated).toBe(true);
+    expect(err.details.total_issues).toBe(400);
+    expect(err.message).toBe("The request body failed validation (400 issues at /data/field_0).");
+  });
+
+  it("cuts a deep pointer of long names at a token boundary to at most 1000 characters", () => {
+    const pointer = Array.from({ length: 32 }, (_, i) => `/${String(i).repeat(300)}`).join("");
+    const err = boundError(validationFailed([{ source: { pointer }, rule: "nul_character" }]));
+    const cut = (err.details.issues as Record<string, any>[])[0]!.source.pointer as string;
+    expect(cut.length).toBeLessThanOrEqual(ERROR_LIMITS.pointerChars);
+    expect(cut.startsWith(`/${"0".repeat(200)}\u2026/${"1".repeat(200)}\u2026/`)).toBe(true);
+    expect(cut.endsWith("/\u2026")).toBe(true);
+  });
+
+  it("cuts any other long text of the message or the details, with its length", () => {
+    const value = "v".repeat(50_000);
+    const err = boundError(
+      new ApiError("invalid_request", `The value ${value} is refused.`, {
+        issues: [{ source: { parameter: "q" }, rule: "unit", message: `not ${value}` }],
+        path: `/${value}`,
+      }),
+    );
+    expect(err.message.length).toBeLessThanOrEqual(ERROR_LIMITS.textChars);
+    expect(err.message).toMatch(/^The value v+\u2026 \(cut from 50022 characters\)$/);
+    expect((err.details.path as string).length).toBeLessThanOrEqual(ERROR_LIMITS.textChars);
+    const issue = (err.details.issues as Record<string, any>[])[0]!;
+    expect(issue.message).toMatch(/^not v+\u2026 \(cut from 50004 characters\)$/);
+    expect(issue.source).toEqual({ parameter: "q" });
+    expect(issue.pointer_truncated).toBeUndefined();
+  });
+
+  it("returns an error within the bounds as it is, and changes nothing when applied again", () => {
+    const small = validationFailed([unknownField("colour")], undefined);
+    expect(boundError(small)).toBe(small);
+    const once = boundError(
+      validationFailed(Array.from({ length: 150 }, (_, i) => unknownField(`${i}${"x".repeat(500)}`))),
+    );
+    expect(boundError(once)).toBe(once);
+  });
+
+  it("keeps the code, the headers and the replayed request id", () => {
+    const err = new ApiError("resource_busy", "x".repeat(5000), {}, { "Retry-After": "2" });
+    err.replayedRequestId = "req_first";
+    const bounded = boundError(err);
+    expect([bounded.code, bounded.headers, bounded.replayedRequestId]).toEqual([
+      "resource_busy",
+      { "Retry-After": "2" },
+      "req_first",
+    ]);
+  });
+
+  it("is applied by toEnvelope", () => {
+    const env = toEnvelope(validationFailed([unknownField("n".repeat(10_000))]), "req_1");
+    expect((env.error.details.issues as Record<string, any>[])[0]!.source.pointer).toBe(
+      `/data/${"n".repeat(200)}\u2026`,
+    );
   });
 });

@@ -148,15 +148,17 @@ export class ApiError extends Error {
   }
 }
 
-/** validation_failed with details.issues (JSON Pointers into the body). */
-export function validationFailed(issues: Issue[], message?: string): ApiError {
+/**
+ * validation_failed with details.issues (JSON Pointers into the body). `total`: the issues found when `issues`
+ * lists only the first of them (then details.issues_truncated and total_issues).
+ */
+export function validationFailed(issues: Issue[], message?: string, total = issues.length): ApiError {
   const first = issues[0];
   const where = first && "pointer" in first.source ? ` at ${first.source.pointer || "/"}` : "";
   return new ApiError(
     "validation_failed",
-    message ??
-      `The request body failed validation (${issues.length} issue${issues.length === 1 ? "" : "s"}${where}).`,
-    { issues },
+    message ?? `The request body failed validation (${total} issue${total === 1 ? "" : "s"}${where}).`,
+    total > issues.length ? { issues, issues_truncated: true, total_issues: total } : { issues },
   );
 }
 
@@ -177,11 +179,13 @@ export interface ErrorEnvelope {
   };
 }
 
+/** The envelope of `err`, its message and details bounded (boundError). */
 export function toEnvelope(
   err: ApiError,
   requestId: string,
   documentationBase = DOCUMENTATION_BASE_URL,
 ): ErrorEnvelope {
+  err = boundError(err);
   return {
     error: {
       code: err.code,
@@ -196,4 +200,203 @@ export function toEnvelope(
 /** JSON Pointer escaping of one reference token (RFC 6901). */
 export function pointerToken(token: string | number): string {
   return String(token).replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+// ---- bounds of an error answer ------------------------------------------------------------------------------
+
+/**
+ * The bounds of every error answer (docs/decisions/0046). An error echoes what the request sent (a member name
+ * in a pointer and in a message, a value in a message, a path), so without them its size would follow the
+ * request's: a 200,000-character member name would come back three times over. boundError applies them where
+ * every error passes: the kit packs every service's refusal through it, and toEnvelope every answer.
+ */
+export const ERROR_LIMITS = {
+  /** Characters of one reference token of a pointer (a member name): a longer one keeps these and ends with "…". */
+  pointerTokenChars: 200,
+  /** Characters of a whole pointer once its tokens are cut: a longer one ends with a "…" token where it is cut. */
+  pointerChars: 1000,
+  /** Issues listed in details.issues (the first ones); beyond, details.issues_truncated and total_issues. */
+  issues: 100,
+  /** Characters of any other text of an error (its message, an issue's message, a text of its details). */
+  textChars: 1000,
+} as const;
+
+const ELLIPSIS = "\u2026";
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/** The index in `s` after its first `n` code points (s.length when it has no more). */
+function codePointIndex(s: string, n: number): number {
+  let i = 0;
+  for (let k = 0; k < n && i < s.length; k++)
+    i += isHighSurrogate(s.charCodeAt(i)) && isLowSurrogate(s.charCodeAt(i + 1)) ? 2 : 1;
+  return i;
+}
+
+function codePointCount(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; n++)
+    i += isHighSurrogate(s.charCodeAt(i)) && isLowSurrogate(s.charCodeAt(i + 1)) ? 2 : 1;
+  return n;
+}
+
+/** A member name of more than pointerTokenChars characters, cut to them and "…"; undefined when it is not longer. */
+function cutName(name: string): string | undefined {
+  if (name.length <= ERROR_LIMITS.pointerTokenChars) return undefined;
+  const end = codePointIndex(name, ERROR_LIMITS.pointerTokenChars);
+  const short = name.slice(0, end) + ELLIPSIS;
+  // A name cut once (its characters and the ellipsis) is not cut again.
+  return end < name.length && short !== name ? short : undefined;
+}
+
+/**
+ * A text of more than textChars characters, cut so that it has at most textChars with a note saying how long it
+ * was; undefined when it is not longer (a text cut once is not cut again).
+ */
+function cutText(text: string): string | undefined {
+  if (text.length <= ERROR_LIMITS.textChars) return undefined;
+  const note = `${ELLIPSIS} (cut from ${codePointCount(text)} characters)`;
+  let end = ERROR_LIMITS.textChars - note.length;
+  if (isLowSurrogate(text.charCodeAt(end)) && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+  return text.slice(0, end) + note;
+}
+
+const unescapeToken = (token: string) =>
+  token.indexOf("~") < 0 ? token : token.replace(/~1/g, "/").replace(/~0/g, "~");
+
+/**
+ * A pointer with each token longer than pointerTokenChars cut (the names cut are added to `cutNames`, name → cut
+ * name, escaped and not), then cut to pointerChars at a token boundary; undefined when nothing was cut.
+ */
+function cutPointer(pointer: string, cutNames: Map<string, string>): string | undefined {
+  if (pointer.length <= ERROR_LIMITS.pointerTokenChars) return undefined;
+  const tokens = pointer.split("/");
+  let cut = false;
+  for (let i = 0; i < tokens.length; i++) {
+    const name = unescapeToken(tokens[i]!);
+    const short = cutName(name);
+    if (short === undefined) continue;
+    cut = true;
+    const escaped = pointerToken(short);
+    cutNames.set(name, short);
+    cutNames.set(tokens[i]!, escaped);
+    tokens[i] = escaped;
+  }
+  let out = tokens.join("/");
+  if (out.length > ERROR_LIMITS.pointerChars) {
+    cut = true;
+    let end = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const next = end + (i === 0 ? 0 : 1) + tokens[i]!.length;
+      if (next > ERROR_LIMITS.pointerChars - 2) break;
+      end = next;
+    }
+    out = `${out.slice(0, end)}/${ELLIPSIS}`;
+  }
+  return cut ? out : undefined;
+}
+
+/** `text` with every long name of `cutNames` replaced by its cut form (longest first), then cut if still too long. */
+function boundText(text: string, cutNames: Map<string, string>): string {
+  let out = text;
+  if (cutNames.size > 0) {
+    const names = cutNames.size === 1 ? cutNames : [...cutNames].sort((a, b) => b[0].length - a[0].length);
+    for (const [name, short] of names) if (out.includes(name)) out = out.split(name).join(short);
+  }
+  return cutText(out) ?? out;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * `value` with every text bounded: a pointer (a member named `pointer`) by cutPointer, adding the names it cuts to
+ * `cutNames`, any other text by boundText. The same value when nothing changed.
+ */
+function boundValue(value: unknown, cutNames: Map<string, string>, key?: string): unknown {
+  if (typeof value === "string")
+    return key === "pointer" ? (cutPointer(value, cutNames) ?? value) : boundText(value, cutNames);
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const b = boundValue(value[i], cutNames);
+      if (b !== value[i]) (out ??= value.slice())[i] = b;
+    }
+    return out ?? value;
+  }
+  if (isPlainObject(value)) {
+    let out: Record<string, unknown> | undefined;
+    for (const k in value) {
+      const v = value[k];
+      const b = boundValue(v, cutNames, k);
+      if (b !== v) (out ??= { ...value })[k] = b;
+    }
+    return out ?? value;
+  }
+  return value;
+}
+
+/**
+ * One issue bounded: its source first (a pointer's long names are cut, and `pointer_truncated: true` is added),
+ * then its other members, where the names its pointer cut are cut the same way. Those names are added to
+ * `cutNames`.
+ */
+function boundIssue(issue: unknown, cutNames: Map<string, string>): unknown {
+  if (!isPlainObject(issue)) return boundValue(issue, cutNames);
+  const own = new Map<string, string>();
+  const source = boundValue(issue.source, own);
+  let out: Record<string, unknown> | undefined = source === issue.source ? undefined : { ...issue, source };
+  for (const k in issue) {
+    if (k === "source") continue;
+    const v = issue[k];
+    const b = boundValue(v, own, k);
+    if (b !== v) (out ??= { ...issue, source })[k] = b;
+  }
+  for (const [name, short] of own) cutNames.set(name, short);
+  if (!out) return issue;
+  const before = isPlainObject(issue.source) ? issue.source.pointer : undefined;
+  if (isPlainObject(source) && source.pointer !== before) out.pointer_truncated = true;
+  return out;
+}
+
+/**
+ * `err` within ERROR_LIMITS: the first `issues` issues of details.issues (then `issues_truncated: true` and
+ * `total_issues`, the number of issues found), each pointer's long member names cut to their first characters
+ * and "…" (then `pointer_truncated: true` on the issue) and cut the same way where a message repeats them, and
+ * every other text of the message and the details cut with a note of its length. The same error when it is
+ * within them; applying it again changes nothing.
+ */
+export function boundError(err: ApiError): ApiError {
+  const details = err.details;
+  const cutNames = new Map<string, string>();
+  let changed = false;
+  const out: ErrorDetails = {};
+  const all = details.issues;
+  if (Array.isArray(all)) {
+    const listed = all.length > ERROR_LIMITS.issues ? all.slice(0, ERROR_LIMITS.issues) : all;
+    let issues: unknown[] | undefined = listed === all ? undefined : listed;
+    for (let i = 0; i < listed.length; i++) {
+      const b = boundIssue(listed[i], cutNames);
+      if (b !== listed[i]) (issues ??= listed.slice())[i] = b;
+    }
+    out.issues = issues ?? all;
+    changed = issues !== undefined;
+  }
+  for (const k in details) {
+    if (k === "issues" && Array.isArray(all)) continue;
+    const v = details[k];
+    const b = boundValue(v, cutNames, k);
+    out[k] = b;
+    if (b !== v) changed = true;
+  }
+  if (Array.isArray(all) && all.length > ERROR_LIMITS.issues) {
+    out.issues_truncated = true;
+    out.total_issues = details.total_issues ?? all.length;
+  }
+  const message = boundText(err.message, cutNames);
+  if (!changed && message === err.message) return err;
+  const bounded = new ApiError(err.code, message, out, err.headers);
+  if (err.replayedRequestId !== undefined) bounded.replayedRequestId = err.replayedRequestId;
+  return bounded;
 }

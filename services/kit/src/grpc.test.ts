@@ -4,8 +4,14 @@ import pino from "pino";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { commonV1, passportV1, rpcStatus } from "@dpp/proto";
-import { ApiError } from "@dpp/contract";
-import { callerNotAuthenticated, fromServiceError, serviceDefinition, toServiceError } from "./grpc";
+import { ApiError, validationFailed } from "@dpp/contract";
+import {
+  callerNotAuthenticated,
+  DETAILS_TRAILER_MAX_BYTES,
+  fromServiceError,
+  serviceDefinition,
+  toServiceError,
+} from "./grpc";
 import { deadlineRefusal } from "./deadline";
 
 /** What a client sees of a failed call: the status code and the trailers the server sent. */
@@ -134,6 +140,55 @@ describe("toServiceError / fromServiceError (no network)", () => {
     md.set("grpc-status-details-bin", Buffer.from([0xff, 0x00, 0x13, 0x37]));
     const back = fromServiceError(asReceived({ code: grpc.status.ABORTED, metadata: md }), "passport");
     expect(back.code).toBe("internal_error");
+  });
+
+  it("bounds every refusal it packs: a 200,000-character member name comes back cut, in a small trailer", () => {
+    const name = "m".repeat(200_000);
+    const issues = [
+      { source: { pointer: `/data/${name}` }, rule: "unknown_field", message: `Unknown field "${name}".` },
+    ];
+    const se = toServiceError(validationFailed(issues));
+    expect(se.detailsMessage).toBeUndefined();
+    const trailer = se.metadata!.get("grpc-status-details-bin")[0] as Buffer;
+    expect(trailer.length).toBeLessThanOrEqual(DETAILS_TRAILER_MAX_BYTES);
+    expect(se.details!.length).toBeLessThan(300);
+    const back = fromServiceError(asReceived(se), "passport");
+    const cut = `${"m".repeat(200)}\u2026`;
+    expect(back.details.issues).toEqual([
+      {
+        source: { pointer: `/data/${cut}` },
+        rule: "unknown_field",
+        message: `Unknown field "${cut}".`,
+        pointer_truncated: true,
+      },
+    ]);
+    expect(back.message).toBe(`The request body failed validation (1 issue at /data/${cut}).`);
+  });
+
+  it("lists the first 100 issues of a refusal and counts them all", () => {
+    const issues = Array.from({ length: 400 }, (_, i) => ({ source: { pointer: `/data/f${i}` }, rule: "x" }));
+    const back = fromServiceError(asReceived(toServiceError(validationFailed(issues))), "passport");
+    expect(back.details.issues).toEqual(issues.slice(0, 100));
+    expect([back.details.issues_truncated, back.details.total_issues]).toEqual([true, 400]);
+  });
+
+  it("sends details over the trailer bound as a message, the trailer keeping the error without its details", () => {
+    const rows = Array.from({ length: 200 }, (_, i) => ({ row: i, reason: "r".repeat(80) }));
+    const se = toServiceError(
+      new ApiError("invalid_request", "Too many rows.", { rows }, { "Retry-After": "3" }),
+    );
+    expect(se.detailsMessage![0]).toBe(0);
+    const full = rpcStatus.StatusSchema;
+    const packed = (bytes: Uint8Array) =>
+      anyUnpack(fromBinary(full, bytes).details[0]!, commonV1.ApiErrorSchema)!;
+    expect(JSON.parse(packed(se.detailsMessage!.subarray(1)).detailsJson)).toEqual({ rows });
+    const trailer = packed(se.metadata!.get("grpc-status-details-bin")[0] as Buffer);
+    expect([trailer.code, trailer.message, trailer.detailsJson, trailer.headers]).toEqual([
+      "invalid_request",
+      "Too many rows.",
+      "{}",
+      { "Retry-After": "3" },
+    ]);
   });
 
   it("lets a service name the gRPC status explicitly", () => {

@@ -20,7 +20,7 @@ import {
 import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
-import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
+import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { Kysely } from "kysely";
 import { requireTenant, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
@@ -55,6 +55,28 @@ useFastUtf8Encoding();
 
 const u8ToBuffer = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 const DETAILS_KEY = "grpc-status-details-bin";
+
+/**
+ * The largest encoded google.rpc.Status sent in the grpc-status-details-bin trailer; a larger one travels as the
+ * call's message, before the trailers (docs/decisions/0046). A trailer is an HTTP/2 header: the peer's HPACK
+ * decoder (nghttp2) refuses one header field over 64 KiB, and a header block over 8 CONTINUATION frames, as an
+ * error of the whole connection, failing or stalling every call on it. 8 KiB (10,924 characters in base64) is
+ * gRPC's usual metadata bound, far below both.
+ */
+export const DETAILS_TRAILER_MAX_BYTES = 8 * 1024;
+
+/**
+ * The first byte of a message that carries a refusal's google.rpc.Status rather than an answer. No encoded
+ * message opens with it (it would be field number 0, which protobuf does not allow; an empty message has no
+ * bytes), so a client tells the two apart by that byte alone.
+ */
+const DETAILS_MESSAGE_MARK = 0x00;
+
+/** A refusal as the server sends it: status and trailers, and its details as a message when too large for them. */
+export type ServiceRefusal = Partial<grpc.ServiceError> & {
+  /** The encoded google.rpc.Status after DETAILS_MESSAGE_MARK, sent as the call's message before the trailers. */
+  detailsMessage?: Buffer;
+};
 
 export function serviceDefinition(service: DescService): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -129,13 +151,16 @@ function grpcCodeFor(httpStatus: number): grpc.status {
 }
 
 /**
- * Turns any thrown value into a grpc-js ServiceError with the ApiError packed in.
- * The gRPC status follows the error's HTTP status unless `code` names one.
+ * Turns any thrown value into a grpc-js ServiceError with the ApiError packed in, bounded (boundError: every
+ * service's refusals pass here). The gRPC status follows the error's HTTP status unless `code` names one. The
+ * packed google.rpc.Status travels in the grpc-status-details-bin trailer up to DETAILS_TRAILER_MAX_BYTES; a
+ * larger one is `detailsMessage`, sent before the trailers (sendRefusal), and the trailer then carries the same
+ * error without its details.
  */
-export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): Partial<grpc.ServiceError> {
+export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): ServiceRefusal {
   let apiErr: ApiError;
   if (err instanceof ApiError) {
-    apiErr = err;
+    apiErr = boundError(err);
   } else if (err instanceof DeadlineExceeded || isStatementTimeout(err)) {
     log?.warn("the call's deadline passed before its work committed; rolled back");
     apiErr = deadlineRefusal();
@@ -150,6 +175,20 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
     apiErr = new ApiError("internal_error");
   }
   code ??= grpcCodeFor(apiErr.status);
+  const encoded = encodeStatus(code, apiErr, JSON.stringify(apiErr.details));
+  const metadata = new grpc.Metadata();
+  if (encoded.byteLength <= DETAILS_TRAILER_MAX_BYTES) {
+    metadata.set(DETAILS_KEY, u8ToBuffer(encoded));
+    return { code, details: apiErr.message, metadata };
+  }
+  metadata.set(DETAILS_KEY, u8ToBuffer(encodeStatus(code, apiErr, "{}")));
+  const detailsMessage = Buffer.allocUnsafe(encoded.byteLength + 1);
+  detailsMessage[0] = DETAILS_MESSAGE_MARK;
+  detailsMessage.set(encoded, 1);
+  return { code, details: apiErr.message, metadata, detailsMessage };
+}
+
+function encodeStatus(code: grpc.status, apiErr: ApiError, detailsJson: string): Uint8Array {
   const status = create(rpcStatus.StatusSchema, {
     code,
     message: apiErr.message,
@@ -159,16 +198,25 @@ export function toServiceError(err: unknown, log?: Logger, code?: grpc.status): 
         create(commonV1.ApiErrorSchema, {
           code: apiErr.code,
           message: apiErr.message,
-          detailsJson: JSON.stringify(apiErr.details),
+          detailsJson,
           headers: apiErr.headers,
           replayedRequestId: apiErr.replayedRequestId ?? "",
         }),
       ),
     ],
   });
-  const metadata = new grpc.Metadata();
-  metadata.set(DETAILS_KEY, u8ToBuffer(toBinary(rpcStatus.StatusSchema, status)));
-  return { code, details: apiErr.message, metadata };
+  return toBinary(rpcStatus.StatusSchema, status);
+}
+
+/**
+ * Answers a unary call with `refusal`: its detailsMessage first, when it has one, as the call's message (the
+ * handler's call is a writable stream of answers in grpc-js), then the status and trailers.
+ */
+function sendRefusal(call: object, cb: grpc.sendUnaryData<unknown>, refusal: ServiceRefusal): void {
+  const { detailsMessage, ...error } = refusal;
+  const stream = call as { write?: (message: Buffer) => unknown };
+  if (detailsMessage && typeof stream.write === "function") stream.write(detailsMessage);
+  cb(error, null);
 }
 
 /** details.reason of the error a service answers to a call that does not prove its caller. */
@@ -354,7 +402,7 @@ export function addService<T extends GenServiceMethods>(
       // A handler may throw synchronously: the async function turns it into a refusal like any other.
       const run = async () =>
         create(m.output, (await fn(call.request, callContext)) as MessageInitShape<DescMessage>);
-      const fail = (err: unknown) => cb(toServiceError(err, logOf()), null);
+      const fail = (err: unknown) => sendRefusal(call, cb, toServiceError(err, logOf()));
       if (idem && ctx.idempotency) {
         runIdempotent(
           {
@@ -453,9 +501,50 @@ export interface ClientOptions {
 
 type RawClient = Record<string, (...args: unknown[]) => void> & { close(): void };
 
+type UnaryCallback = (err: grpc.ServiceError | null, res?: unknown) => void;
+
+/**
+ * A unary method of `client` that takes a refusal's details sent as its message (sendRefusal) into the error's
+ * trailers, where a refusal's details are read (decodeApiError): a message that opens with DETAILS_MESSAGE_MARK
+ * is never given to the method's deserializer.
+ */
+function unaryWithDetailsMessage(client: grpc.Client, method: grpc.MethodDefinition<unknown, unknown>) {
+  const { path, requestSerialize, responseDeserialize } = method;
+  return (req: unknown, md: grpc.Metadata, options: grpc.CallOptions, callback: UnaryCallback) => {
+    let details: Buffer | undefined;
+    return client.makeUnaryRequest(
+      path,
+      requestSerialize,
+      (buf: Buffer) => {
+        if (buf.length === 0 || buf[0] !== DETAILS_MESSAGE_MARK) return responseDeserialize(buf);
+        details = buf.subarray(1);
+        return undefined;
+      },
+      req,
+      md,
+      options,
+      (err: grpc.ServiceError | null, res?: unknown) => {
+        if (details === undefined) callback(err, res);
+        else if (err) {
+          err.metadata.set(DETAILS_KEY, details);
+          callback(err);
+        } else
+          callback(
+            Object.assign(new Error("A refusal's details came with a successful status."), {
+              code: grpc.status.INTERNAL,
+              details: "A refusal's details came with a successful status.",
+              metadata: new grpc.Metadata(),
+            }),
+          );
+      },
+    );
+  };
+}
+
 function rawClient(desc: DescService, address: string, channelOptions?: grpc.ChannelOptions): RawClient {
-  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(desc), desc.typeName);
-  return new Ctor(address, grpc.credentials.createInsecure(), {
+  const definition = serviceDefinition(desc);
+  const Ctor = grpc.makeGenericClientConstructor(definition, desc.typeName);
+  const client = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30000,
     // Reconnect quickly after a restarted service comes back (default backoff grows to 120 s).
     "grpc.initial_reconnect_backoff_ms": 100,
@@ -467,6 +556,10 @@ function rawClient(desc: DescService, address: string, channelOptions?: grpc.Cha
     "grpc-node.flow_control_window": 1024 * 1024,
     ...channelOptions,
   }) as unknown as RawClient;
+  for (const [name, method] of Object.entries(definition))
+    if (!method.requestStream && !method.responseStream)
+      client[name] = unaryWithDetailsMessage(client as unknown as grpc.Client, method) as RawClient[string];
+  return client;
 }
 
 /**

@@ -43,7 +43,7 @@
  */
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { PoolClient, QueryResult } from "pg";
-import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
+import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
 import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
 import {
@@ -676,7 +676,8 @@ async function attempt<R>(
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
         if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
-        refusal = err;
+        // Recorded as it is answered: within the bounds of an error answer, whatever the request echoed.
+        refusal = boundError(err);
       } finally {
         ambients.delete(t);
       }

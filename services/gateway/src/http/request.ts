@@ -82,7 +82,8 @@ function memberOf(issue: Issue, members: readonly string[]): string {
  * with what the service says of the members that passed: `check` asks the service to check without writing.
  * Issues are listed member by member in the order of `members`, each member's from the edge when it refused it,
  * else the service's; so the answer is the one a single check of the whole body gives. A refusal the service
- * makes before looking at the body (a plan, the tenant) is answered instead.
+ * makes before looking at the body (a plan, the tenant) is answered instead. Issues the service found but did not
+ * list (details.total_issues) are counted when its issues are.
  */
 export async function bodyRefusal(
   edge: Issue[],
@@ -90,16 +91,22 @@ export async function bodyRefusal(
   check: () => Promise<unknown>,
 ): Promise<ApiError> {
   let service: Issue[] = [];
+  let unlisted = 0;
   try {
     await check();
   } catch (err) {
     if (!(err instanceof ApiError) || err.code !== "validation_failed") throw err;
     service = (err.details.issues as Issue[] | undefined) ?? [];
+    const total = err.details.total_issues;
+    if (typeof total === "number" && total > service.length) unlisted = total - service.length;
   }
   const issues = [...edge.filter((i) => memberOf(i, members) === "")];
+  let serviceListed = false;
   for (const member of members) {
     const mine = edge.filter((i) => memberOf(i, members) === member);
-    issues.push(...(mine.length ? mine : service.filter((i) => memberOf(i, members) === member)));
+    const theirs = mine.length ? [] : service.filter((i) => memberOf(i, members) === member);
+    if (theirs.length) serviceListed = true;
+    issues.push(...(mine.length ? mine : theirs));
   }
-  return validationFailed(issues);
+  return validationFailed(issues, undefined, issues.length + (serviceListed ? unlisted : 0));
 }

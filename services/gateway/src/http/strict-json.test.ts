@@ -119,6 +119,24 @@ describe("parseStrictJson", () => {
   });
 });
 
+describe("many refused strings", () => {
+  it("lists the first 100 and counts them all", () => {
+    const members = Array.from({ length: 150 }, (_, i) => `"m${i}": "a\\u0000"`);
+    const r = parseStrictJson(`{${members.join(",")}}`);
+    if (!r.ok) throw new Error("refused");
+    expect(r.issues.map((i) => ("pointer" in i.source ? i.source.pointer : ""))).toEqual(
+      Array.from({ length: 100 }, (_, i) => `/m${i}`),
+    );
+    expect(r.totalIssues).toBe(150);
+  });
+
+  it("gives no total when it lists every issue", () => {
+    const members = Array.from({ length: 100 }, (_, i) => `"m${i}": "a\\u0000"`);
+    const r = parseStrictJson(`{${members.join(",")}}`);
+    expect(r.ok && [r.issues.length, r.totalIssues]).toEqual([100, undefined]);
+  });
+});
+
 describe("parseStrictJsonBytes", () => {
   it("refuses bytes that are not UTF-8 instead of replacing them with U+FFFD", () => {
     for (const b of [

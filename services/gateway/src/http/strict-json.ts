@@ -39,7 +39,15 @@ export interface JsonRefusal {
 }
 
 export type StrictJsonResult =
-  { ok: true; value: unknown; issues: Issue[] } | { ok: false; refusal: JsonRefusal };
+  | {
+      ok: true;
+      value: unknown;
+      /** The first MAX_ISSUES issues found. */
+      issues: Issue[];
+      /** The number of issues found, when more than `issues` lists. */
+      totalIssues?: number;
+    }
+  | { ok: false; refusal: JsonRefusal };
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -187,6 +195,7 @@ export function parseStrictly(text: string, limits: JsonLimits = JSON_LIMITS): S
   let i = 0;
   const path: (string | number)[] = [];
   const issues: Issue[] = [];
+  let found = 0;
   const pointer = (extra?: string | number) =>
     [...path, ...(extra === undefined ? [] : [extra])].map((t) => `/${pointerToken(t)}`).join("");
 
@@ -206,7 +215,9 @@ export function parseStrictly(text: string, limits: JsonLimits = JSON_LIMITS): S
   };
   const checkText = (s: string, where: string) => {
     const problem = textProblem(s);
-    if (problem && issues.length < MAX_ISSUES) issues.push({ source: { pointer: where }, ...problem });
+    if (!problem) return;
+    // Every issue is counted; the first MAX_ISSUES are listed.
+    if (++found <= MAX_ISSUES) issues.push({ source: { pointer: where }, ...problem });
   };
 
   const string = (): string => {
@@ -332,7 +343,9 @@ export function parseStrictly(text: string, limits: JsonLimits = JSON_LIMITS): S
     const v = value(1);
     ws();
     if (i < text.length) syntax("an unexpected character after the document");
-    return { ok: true, value: v, issues };
+    return found > issues.length
+      ? { ok: true, value: v, issues, totalIssues: found }
+      : { ok: true, value: v, issues };
   } catch (err) {
     if (err instanceof Refused) return { ok: false, refusal: err.refusal };
     throw err;

@@ -229,6 +229,76 @@ describe("gRPC server and client", () => {
     expect(err2.headers).toEqual({});
   });
 
+  describe("a refusal larger than a trailer can carry (docs/decisions/0046)", () => {
+    /** Details whose JSON is about `bytes` long: rows of 100 bytes, nothing boundError cuts. */
+    const rows = (bytes: number) =>
+      Array.from({ length: Math.ceil(bytes / 100) }, (_, i) => ({ row: i, reason: "r".repeat(80) }));
+    const answer = (id: string) => ({
+      passport: {
+        id,
+        organizationId: "org_acme",
+        category: "apparel",
+        status: passportV1.PassportStatus.DRAFT,
+        version: 1,
+        dataJson: "{}",
+      },
+    });
+    beforeEach(() => {
+      onGet = async (id) => {
+        const [kind, size] = id.split(":");
+        if (kind === "slow") {
+          await sleep(Number(size));
+          return answer(id);
+        }
+        throw new ApiError("invalid_request", "Too many rows.", { rows: rows(Number(size)) });
+      };
+    });
+
+    // 40 KB travelled before, 100 KB is over the 64 KiB a header field may have, 300 KB over the 8
+    // CONTINUATION frames a header block may take, 2 MiB over the largest answer a service gives.
+    it.each([40_000, 100_000, 300_000, 2 * 1024 * 1024])(
+      "carries a refusal of %i bytes of details whole, at once",
+      async (bytes) => {
+        const started = Date.now();
+        const err = await rejection(passport.getPassport({ id: `fail:${bytes}` }, { context }));
+        expect(Date.now() - started).toBeLessThan(1000);
+        expect(err.code).toBe("invalid_request");
+        expect(err.message).toBe("Too many rows.");
+        expect(err.details).toEqual({ rows: rows(bytes) });
+        expect(JSON.stringify(err.details).length).toBeGreaterThanOrEqual(bytes);
+      },
+    );
+
+    it("fails and delays no other call on the same channel, and leaves the channel working", async () => {
+      const started = Date.now();
+      const slow = passport.getPassport({ id: "slow:150" }, { context }).then((r) => ({
+        id: r.passport?.id,
+        ms: Date.now() - started,
+      }));
+      const refused = [100_000, 300_000, 2 * 1024 * 1024].map((bytes) =>
+        rejection(passport.getPassport({ id: `fail:${bytes}` }, { context })),
+      );
+      const quick = passport.getPassport({ id: "slow:0" }, { context }).then((r) => ({
+        id: r.passport?.id,
+        ms: Date.now() - started,
+      }));
+      expect((await Promise.all(refused)).map((e) => [e.code, (e.details.rows as unknown[]).length])).toEqual(
+        [
+          ["invalid_request", 1000],
+          ["invalid_request", 3000],
+          ["invalid_request", 20972],
+        ],
+      );
+      const [s, q] = await Promise.all([slow, quick]);
+      expect([s.id, q.id]).toEqual(["slow:150", "slow:0"]);
+      expect(s.ms).toBeLessThan(1000);
+      expect(q.ms).toBeLessThan(1000);
+      const after = Date.now();
+      expect((await passport.getPassport({ id: "slow:0" }, { context })).passport?.id).toBe("slow:0");
+      expect(Date.now() - after).toBeLessThan(500);
+    });
+  });
+
   it("turns a plain Error into internal_error without leaking its message", async () => {
     onGet = async () => {
       throw new Error("connection to db-primary.internal failed: password authentication for user svc");

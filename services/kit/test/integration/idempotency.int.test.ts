@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely, type Migration } from "kysely";
 import { createDb, migrateSchema } from "../../src/db";
-import { ApiError } from "@dpp/contract";
+import { ApiError, validationFailed } from "@dpp/contract";
 import {
   createIdempotencyTable,
   idempotencyMigrations,
@@ -214,6 +214,27 @@ describe("runIdempotent", () => {
       headers: { "Idempotent-Replayed": "true" },
     });
     expect(runs).toBe(1);
+  });
+
+  it("records a refusal as it is answered, within the bounds of an error answer, and replays it so", async () => {
+    const ctx = keyed();
+    const name = "m".repeat(200_000);
+    const work = async (): Promise<string> => {
+      throw validationFailed([
+        { source: { pointer: `/data/${name}` }, rule: "unknown_field", message: `Unknown field "${name}".` },
+      ]);
+    };
+    const first = await call(ctx, work).catch((e: ApiError) => e);
+    const pointer = `/data/${"m".repeat(200)}\u2026`;
+    expect((first as ApiError).details.issues).toEqual([
+      expect.objectContaining({ source: { pointer }, pointer_truncated: true }),
+    ]);
+    expect(((await recordOf(ctx))!.error as string).length).toBeLessThan(1000);
+    const replay = await call(ctx, work).catch((e: ApiError) => e);
+    expect([(replay as ApiError).details, (replay as ApiError).message]).toEqual([
+      (first as ApiError).details,
+      (first as ApiError).message,
+    ]);
   });
 
   it("runs a single-statement write on the pool outside a call: committed when it returns", async () => {

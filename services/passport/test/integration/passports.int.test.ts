@@ -320,6 +320,36 @@ describe("validation_failed", () => {
     );
   });
 
+  it("answers an unknown key of 200,000 characters with its name cut to 200 and an ellipsis, and says so", async () => {
+    const name = "k".repeat(200_000);
+    const err = await refusal(h.create(testTenant(), { category: "textile", data: { [name]: 1 } }));
+    const cut = `${"k".repeat(200)}\u2026`;
+    expect(err.details).toEqual({
+      issues: [
+        {
+          source: { pointer: `/data/${cut}` },
+          rule: "unknown_field",
+          message: `Unknown field "${cut}": the textile field schema does not define it.`,
+          pointer_truncated: true,
+        },
+      ],
+    });
+    expect(err.message).toBe(`The request body failed validation (1 issue at /data/${cut}).`);
+  });
+
+  it("lists the first 100 of 400 unknown keys and counts them all", async () => {
+    const data = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`${i}_${"€".repeat(300)}`, i]));
+    const err = await refusal(h.create(testTenant(), { category: "textile", data }));
+    expect(err.code).toBe("validation_failed");
+    expect(issuesOf(err.details)).toEqual(
+      Array.from({ length: 100 }, (_, i) => [
+        `/data/${`${i}_${"€".repeat(300)}`.slice(0, 200)}\u2026`,
+        "unknown_field",
+      ]),
+    );
+    expect([err.details.issues_truncated, err.details.total_issues]).toEqual([true, 400]);
+  });
+
   it("refuses data that is not an object", async () => {
     const err = await refusal(
       h.client.createPassport({ category: "textile", dataJson: "[1]" }, { context: context(testTenant()) }),

@@ -60,7 +60,7 @@ export function bodyParsing(spec: RouteSpec) {
         const { rule, pointer, message } = parsed.refusal;
         return next(new ApiError("invalid_request", message, { issues: [{ source: { pointer }, rule }] }));
       }
-      if (parsed.issues.length) return next(validationFailed(parsed.issues));
+      if (parsed.issues.length) return next(validationFailed(parsed.issues, undefined, parsed.totalIssues));
       req.body = parsed.value;
       next();
     },
