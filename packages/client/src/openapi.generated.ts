@@ -4255,8 +4255,9 @@ export interface components {
      *     requests are counted per API key (default 600 per minute, refusals included),
      *     anonymous requests to the category endpoints per client address (60 per minute),
      *     failed authentications per client address (60 per minute; `policy`
-     *     `auth-failures`); `details` carries `limit`, `window_seconds`, `policy` and
-     *     `retry_after_seconds`.
+     *     `auth-failures`: past it, a key that is not valid is refused with this answer,
+     *     a valid key is still served); `details` carries `limit`, `window_seconds`,
+     *     `policy` and `retry_after_seconds`.
      */
     TooManyRequests: {
       headers: {

@@ -330,8 +330,10 @@ describe("Node's own refusals", () => {
 });
 
 describe("limits on refusals", () => {
-  it("limits failed authentications per client address: 429 with Retry-After, without looking the key up", async () => {
+  it("limits failed authentications per client address: past the budget a bad key is 429, a valid key is served", async () => {
     const url = await listen({ limits: { perKey: 1000, anonymous: 1000, authFailures: 5 }, trustProxy: 1 });
+    const revoked = await s.admin.createKey({ organizationId: org.id, livemode: false });
+    await s.admin.revokeKey(revoked.record.id);
     const lookups = jest.spyOn(s.identity, "findKeyByDigest");
     try {
       const from = (address: string) => ({ "x-forwarded-for": address });
@@ -354,14 +356,37 @@ describe("limits on refusals", () => {
         limit: 5,
       });
       expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
-      // Once over, even a valid key from that address waits: nothing is looked up for it.
+      expect(over.headers.get("ratelimit-policy")).toBe('"auth-failures";q=5;w=60');
+      // A valid key from that address is still served, and counted against its own limit only.
       const valid = await request("/v1/whoami", { base: url, key: keys.test, headers: from("10.0.0.1") });
-      expectEnvelope(valid, 429, "rate_limited");
-      expect(lookups).toHaveBeenCalledTimes(5);
-      // Another address is not concerned.
+      expect(valid.status).toBe(200);
+      expect(valid.headers.get("ratelimit-policy")).toBe('"per-key";q=1000;w=60');
       expect(
-        (await request("/v1/whoami", { base: url, key: keys.test, headers: from("10.0.0.2") })).status,
+        (await request(passports(), { base: url, key: keys.test, headers: from("10.0.0.1") })).status,
       ).toBe(200);
+      // A malformed key is refused without a lookup; a revoked one no longer tells its id: both are 429.
+      lookups.mockClear();
+      const malformed = await request("/v1/whoami", {
+        base: url,
+        key: "not-a-key",
+        headers: from("10.0.0.1"),
+      });
+      expectEnvelope(malformed, 429, "rate_limited");
+      expect(lookups).not.toHaveBeenCalled();
+      const gone = await request("/v1/whoami", { base: url, key: revoked.key, headers: from("10.0.0.1") });
+      expect(expectEnvelope(gone, 429, "rate_limited").details).not.toHaveProperty("key_id");
+      // No key at all on a route that needs one is a failed authentication too.
+      expectEnvelope(
+        await request("/v1/whoami", { base: url, headers: from("10.0.0.1") }),
+        429,
+        "rate_limited",
+      );
+      // Another address is not concerned.
+      expectEnvelope(
+        await request("/v1/whoami", { base: url, key: revoked.key, headers: from("10.0.0.2") }),
+        401,
+        "key_revoked",
+      );
     } finally {
       lookups.mockRestore();
     }
