@@ -209,6 +209,37 @@ describe("input hygiene at the edge", () => {
     }
   });
 
+  it("refuses a query parameter the operation does not read (status[], type[], a misspelt filter) instead of answering unfiltered", async () => {
+    // A draft exists: an unfiltered list would hold it, a list of published passports does not.
+    const published = await req(`${passports()}?status=published`, { key: t.testKey });
+    expect(published.status).toBe(200);
+    expect(published.body.data.filter((p: { status: string }) => p.status !== "published")).toEqual([]);
+    expect((await req(passports(), { key: t.testKey })).body.data.length).toBeGreaterThan(0);
+
+    for (const [path, parameter] of [
+      [`${passports()}?status[]=published`, "status[]"],
+      [`${passports()}?status%5Bx%5D=published`, "status[x]"],
+      [`${passports()}?statuss=published`, "statuss"],
+      [`/organizations/${t.organizationId}/events?type[]=passport.published`, "type[]"],
+    ] as const) {
+      const res = await req(path, { key: t.testKey });
+      expect({ status: res.status, code: envelope(res).code }).toEqual({
+        status: 400,
+        code: "invalid_request",
+      });
+      expect(envelope(res).details.issues).toEqual([
+        { source: { parameter }, rule: "unknown_parameter", message: expect.any(String) },
+      ]);
+    }
+    // A write with a parameter it does not read is refused and stores nothing.
+    await refusedStoringNothing(
+      `${passports()}?dry_run=true`,
+      { key: t.testKey, body: { category: "general" } },
+      400,
+      "invalid_request",
+    );
+  });
+
   it("refuses invalid UTF-8 in a body with 400 instead of storing U+FFFD", async () => {
     const raw = Buffer.concat([
       Buffer.from('{"category":"textile","external_id":"SKU-'),

@@ -4143,8 +4143,9 @@ export interface components {
     /**
      * @description The request could not be understood: `invalid_request` (query parameter,
      *     header, JSON syntax; `details.issues` with `source.parameter` or
-     *     `source.header`), `cursor_invalid`, `mode_mismatch`, `wildcard_not_supported`,
-     *     and the body codes of the readings endpoints.
+     *     `source.header`; a query parameter the operation does not list, `status[]`
+     *     included, is rule `unknown_parameter`), `cursor_invalid`, `mode_mismatch`,
+     *     `wildcard_not_supported`, and the body codes of the readings endpoints.
      */
     BadRequest: {
       headers: {

@@ -126,7 +126,7 @@ function routeChain(route: Route, deps: AppDeps): Step {
   const steps = [
     authenticate(route, deps.authenticator, deps.rateLimiter),
     rateLimit(deps.rateLimiter),
-    inputHygiene,
+    inputHygiene(route),
     authorize(route, deps.authenticator),
     conditionalHeaders(route),
     ...idempotencyKeySyntax(route).map(fromMiddleware),

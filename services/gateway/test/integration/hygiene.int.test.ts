@@ -277,6 +277,60 @@ describe("path, query and headers: one check for every route", () => {
     expect((await request(`${passports()}?category=t%C3%A9`, { key: keys.test })).status).toBe(200);
   });
 
+  it("refuses a query parameter the operation does not read, brackets included, instead of answering unfiltered", async () => {
+    const unknown = (parameter: string, message: string | RegExp) => ({
+      source: { parameter },
+      rule: "unknown_parameter",
+      message: typeof message === "string" ? message : expect.stringMatching(message),
+    });
+    const refused = async (path: string) =>
+      expectEnvelope(await request(path, { key: keys.test }), 400, "invalid_request");
+
+    const brackets = await refused(`${passports()}?status%5B%5D=published`);
+    expect(brackets.details.issues).toEqual([
+      unknown(
+        "status[]",
+        'The query parameter "status[]" is not read: brackets are not query syntax here; send status=<value>, once.',
+      ),
+    ]);
+    expect(brackets.message).toBe(brackets.details.issues[0].message);
+    expect((await refused(`${passports()}?status[in]=draft&limit=5`)).details.issues).toEqual([
+      unknown("status[in]", /send status=<value>, once\.$/),
+    ]);
+    // The feed's repeatable `type` is named as such; the events service is never called.
+    expect(
+      (await refused(`/v1/organizations/${org.id}/events?type[]=passport.created`)).details.issues,
+    ).toEqual([unknown("type[]", /send type=<value>, repeated for several values \(type=a&type=b\)\.$/)]);
+    // Any other name, in any case, is refused too; every unknown parameter is listed once, in the order sent.
+    const several = await refused(`${passports()}?foo=1&Status=draft&limit=5&foo=2`);
+    expect(several.details.issues).toEqual([
+      unknown(
+        "foo",
+        'The query parameter "foo" is not read by this operation; it takes "limit", "cursor", "status", "category", "updated_since".',
+      ),
+      unknown("Status", /^The query parameter "Status" is not read by this operation/),
+    ]);
+    expect(several.message).toMatch(/^The query parameters "foo", "Status" are not read by this operation/);
+    // Operations without a query, the anonymous ones included.
+    expect((await refused("/v1/whoami?verbose=1")).details.issues).toEqual([
+      unknown(
+        "verbose",
+        'The query parameter "verbose" is not read by this operation; it takes no query parameter.',
+      ),
+    ]);
+    expectEnvelope(await request("/v1/categories?page=2"), 400, "invalid_request");
+    expectEnvelope(await request("/v1/openapi.json?v=2"), 400, "invalid_request");
+    expect(calls).toEqual([]);
+
+    // The parameters an operation lists are read as before.
+    expect(
+      (await request(`${passports()}?status=draft&limit=5&category=textile`, { key: keys.test })).status,
+    ).toBe(200);
+    expect(calls).toEqual([
+      { method: "listPassports", req: expect.objectContaining({ limit: 5, category: "textile" }) },
+    ]);
+  });
+
   it("refuses Authorization sent twice with 400 instead of taking the first", async () => {
     const port = portOf(base);
     const answer = parseRaw(
