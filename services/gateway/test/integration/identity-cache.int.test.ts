@@ -378,6 +378,8 @@ describe("keys", () => {
   it("looks a well-formed unknown key up once per TTL, and forgets it when a key changes", async () => {
     const app = await start({ listen: true });
     const { org } = await organizationWithKey();
+    // The creation of that key is announced too: it must have arrived before anything is remembered.
+    await app.listener!.caughtUp();
     const unknown = generateKeyText(false);
     const onKeys = onTable("api_key");
     const first = await statementsOf(() => getPassportAt(app, unknown, org.id));
