@@ -6,3 +6,4 @@ export { IdentityRepository } from "./modules/identity/identity.repository";
 export type { GatewayDB } from "./store/schema";
 export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./modules/identity/keys";
 export { passportJson } from "./modules/passport/mapping";
+export { compressAnswer, COMPRESS_MIN_BYTES } from "./http/compression";
