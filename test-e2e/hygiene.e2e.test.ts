@@ -1,9 +1,12 @@
 /**
  * Request hygiene: media types, methods, sizes, malformed JSON, unknown paths, request ids, no leaks; and the
  * edge's input hygiene (docs/decisions/0019): text no service can store, invalid UTF-8, nesting, duplicates,
- * PATCH data:null, Node's own refusals, response headers. Each refusal stores nothing.
+ * PATCH data:null, Node's own refusals, response headers; query parameters an operation does not read, compressed
+ * answers and the anonymous limit of /docs (docs/decisions/0045). Each refusal stores nothing.
  */
+import http from "node:http";
 import net from "node:net";
+import zlib from "node:zlib";
 import { sql } from "kysely";
 import { envelope, startHarness, type ApiResponse, type Harness, type Tenant } from "./support/harness";
 import { storeReader, type StoreReader } from "./support/store-snapshot";
@@ -209,6 +212,37 @@ describe("input hygiene at the edge", () => {
     }
   });
 
+  it("refuses a query parameter the operation does not read (status[], type[], a misspelt filter) instead of answering unfiltered", async () => {
+    // A draft exists: an unfiltered list would hold it, a list of published passports does not.
+    const published = await req(`${passports()}?status=published`, { key: t.testKey });
+    expect(published.status).toBe(200);
+    expect(published.body.data.filter((p: { status: string }) => p.status !== "published")).toEqual([]);
+    expect((await req(passports(), { key: t.testKey })).body.data.length).toBeGreaterThan(0);
+
+    for (const [path, parameter] of [
+      [`${passports()}?status[]=published`, "status[]"],
+      [`${passports()}?status%5Bx%5D=published`, "status[x]"],
+      [`${passports()}?statuss=published`, "statuss"],
+      [`/organizations/${t.organizationId}/events?type[]=passport.published`, "type[]"],
+    ] as const) {
+      const res = await req(path, { key: t.testKey });
+      expect({ status: res.status, code: envelope(res).code }).toEqual({
+        status: 400,
+        code: "invalid_request",
+      });
+      expect(envelope(res).details.issues).toEqual([
+        { source: { parameter }, rule: "unknown_parameter", message: expect.any(String) },
+      ]);
+    }
+    // A write with a parameter it does not read is refused and stores nothing.
+    await refusedStoringNothing(
+      `${passports()}?dry_run=true`,
+      { key: t.testKey, body: { category: "general" } },
+      400,
+      "invalid_request",
+    );
+  });
+
   it("refuses invalid UTF-8 in a body with 400 instead of storing U+FFFD", async () => {
     const raw = Buffer.concat([
       Buffer.from('{"category":"textile","external_id":"SKU-'),
@@ -378,5 +412,96 @@ describe("response headers", () => {
     expect(csp).toMatch(/script-src 'sha256-/);
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toMatch(/unsafe-eval|script-src[^;]*unsafe-inline/);
+  });
+});
+
+describe("compressed answers", () => {
+  /** One GET with node:http, which decodes nothing: the bytes as sent. */
+  const raw = (url: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      http
+        .get(url, { headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+        })
+        .on("error", reject);
+    });
+
+  it("compresses a JSON answer over 1 KiB for a client that accepts it; decoded it is the same answer", async () => {
+    const created = await req(passports(), {
+      key: t.testKey,
+      body: {
+        category: "textile",
+        data: { product_name: "Shirt", product_description: "Knitted and sewn in Portugal. ".repeat(40) },
+      },
+    });
+    h.expectStatus(created, 201);
+    const path = `${passports()}/${created.body.id}`;
+    const plain = await req(path, { key: t.testKey, headers: { "accept-encoding": "identity" } });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(Buffer.byteLength(plain.text)).toBeGreaterThan(1024);
+    for (const encoding of ["br", "gzip"]) {
+      // fetch decodes the body; the contract check of req() reads the decoded answer.
+      const res = await req(path, { key: t.testKey, headers: { "accept-encoding": encoding } });
+      expect([res.status, res.headers.get("content-encoding"), res.headers.get("vary")]).toEqual([
+        200,
+        encoding,
+        "Accept-Encoding",
+      ]);
+      expect(Number(res.headers.get("content-length"))).toBeLessThan(Buffer.byteLength(plain.text) / 2);
+      expect(res.body).toEqual(plain.body);
+    }
+    // A small answer is sent as it is.
+    const small = await req("/whoami", { key: t.testKey, headers: { "accept-encoding": "br" } });
+    expect([small.status, small.headers.get("content-encoding")]).toEqual([200, null]);
+  });
+
+  it("serves /docs with brotli to a fifth of its size, decoding to the same page", async () => {
+    const url = `${new URL(h.stack.baseUrl).origin}/docs`;
+    const plain = await raw(url);
+    expect([plain.status, plain.headers["content-encoding"]]).toEqual([200, undefined]);
+    expect(plain.body.length).toBeGreaterThan(2_000_000);
+    const br = await raw(url, { "accept-encoding": "br" });
+    expect([br.status, br.headers["content-encoding"], br.headers.vary]).toEqual([
+      200,
+      "br",
+      "Accept-Encoding",
+    ]);
+    expect(br.body.length).toBeLessThan(600_000);
+    expect(br.body.length).toBeLessThan(plain.body.length / 4);
+    expect(zlib.brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+  });
+
+  // Last in this file: it uses up the address's anonymous budget.
+  it("counts /docs against the address's anonymous limit: 60 per minute, then 429 with Retry-After", async () => {
+    const url = `${new URL(h.stack.baseUrl).origin}/docs`;
+    let first = await raw(url, { "accept-encoding": "br" });
+    const remaining = (res: typeof first) =>
+      Number(/^"anonymous";r=(\d+);t=(\d+)$/.exec(String(res.headers.ratelimit))![1]);
+    const resetIn = (res: typeof first) =>
+      Number(/^"anonymous";r=(\d+);t=(\d+)$/.exec(String(res.headers.ratelimit))![2]);
+    // Near the end of a window, start in the next one rather than race it.
+    if (resetIn(first) < 10) {
+      await new Promise((r) => setTimeout(r, (resetIn(first) + 1) * 1000));
+      first = await raw(url, { "accept-encoding": "br" });
+    }
+    expect(first.status).toBe(200);
+    expect(first.headers["ratelimit-policy"]).toBe('"anonymous";q=60;w=60');
+    for (let left = remaining(first); left > 0; left--) {
+      const res = await raw(url, { "accept-encoding": "br" });
+      expect([res.status, remaining(res)]).toEqual([200, left - 1]);
+    }
+    const over = await raw(url, { "accept-encoding": "br" });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers["retry-after"])).toBeGreaterThan(0);
+    expect(JSON.parse(over.body.toString("utf8")).error).toMatchObject({
+      code: "rate_limited",
+      details: { policy: "anonymous", limit: 60, window_seconds: 60 },
+    });
+    // The API description is counted in the same budget.
+    expect((await raw(`${h.stack.baseUrl}/openapi.json`)).status).toBe(429);
   });
 });

@@ -4,7 +4,8 @@
  * never stopped), points the gateway at it with a per-run key prefix and small
  * limits, then kills it mid-test: the gateway keeps answering, never a 5xx, and
  * keeps limiting with its in-process counters. Refusals are limited too (docs/decisions/0019): a key's refused
- * requests count against it, and failed authentications are limited per client address.
+ * requests count against it, and failed authentications are limited per client address, without locking a valid
+ * key from that address out (docs/decisions/0045).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
@@ -142,14 +143,14 @@ it("counts a key's refused requests against its limit: 403 and 404 until the lim
   expect(statuses.slice(PER_KEY)).toEqual([429, 429]);
 });
 
-it("limits failed authentications per client address, then refuses any key from it with 429 and Retry-After", async () => {
+it("limits failed authentications per client address: past the budget a bad key is 429, a valid key is still served", async () => {
   const random = () => `dpp_sk_test_${"B".repeat(32)}${String(Math.random()).slice(2, 8).padEnd(6, "0")}`;
   for (let i = 0; i < AUTH_FAILURES; i++) {
     const res = await h.request("/whoami", { key: i % 2 ? random() : "not-a-key" });
     expect(res.status).toBe(401);
     expect(envelope(res).code).toBe("invalid_key");
   }
-  for (const key of [random(), t.testKey]) {
+  for (const key of [random(), "not-a-key"]) {
     const res = await h.request("/whoami", { key });
     expect(res.status).toBe(429);
     expect(envelope(res)).toMatchObject({
@@ -159,6 +160,13 @@ it("limits failed authentications per client address, then refuses any key from 
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(res.headers.get("ratelimit-policy")).toBe(`"auth-failures";q=${AUTH_FAILURES};w=60`);
   }
+  // The same address, a valid key: served, and counted against that key only.
+  const valid = await h.request("/whoami", { key: t.testKey });
+  expect(valid.status).toBe(200);
+  expect(valid.headers.get("ratelimit-policy")).toBe(`"per-key";q=${PER_KEY};w=60`);
+  expect((await h.request(`/organizations/${t.organizationId}/passports`, { key: t.testKey })).status).toBe(
+    200,
+  );
   // Anonymous category requests from the address are not authentications: still served.
   expect((await h.request("/categories")).status).toBeLessThan(500);
 });

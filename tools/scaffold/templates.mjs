@@ -500,6 +500,7 @@ export function ${n.camel}Module(deps: { client: ${n.Pascal}Client }): GatewayMo
         scope: "${n.readScope}",
         idempotent: false,
         successStatus: 200,
+        query: { limit: "single", cursor: "single" },
         handler: async ({ ctx, query }) => {
           const res = await client.list${n.Ones}(
             { limit: parseLimit(single(query, "limit")), cursor: single(query, "cursor") },

@@ -10,8 +10,10 @@ export interface paths {
     };
     /**
      * Get this API description
-     * @description This OpenAPI 3.1 document as JSON. No credential is needed and none is read.
-     *     The human-readable page is served at `/docs` (outside `/v1`).
+     * @description This OpenAPI 3.1 document as JSON. No credential is needed and none is read;
+     *     requests are counted against the client address's anonymous counter (60 per
+     *     minute), like those of `/docs`, the human-readable page served outside `/v1`.
+     *     Compressed with brotli or gzip for a client that accepts it.
      */
     get: operations["getOpenApiDocument"];
     put?: never;
@@ -4167,8 +4169,9 @@ export interface components {
     /**
      * @description The request could not be understood: `invalid_request` (query parameter,
      *     header, JSON syntax; `details.issues` with `source.parameter` or
-     *     `source.header`), `cursor_invalid`, `mode_mismatch`, `wildcard_not_supported`,
-     *     and the body codes of the readings endpoints.
+     *     `source.header`; a query parameter the operation does not list, `status[]`
+     *     included, is rule `unknown_parameter`), `cursor_invalid`, `mode_mismatch`,
+     *     `wildcard_not_supported`, and the body codes of the readings endpoints.
      */
     BadRequest: {
       headers: {
@@ -4277,10 +4280,12 @@ export interface components {
     /**
      * @description Too many requests (`rate_limited`); retry after `Retry-After` seconds. Authenticated
      *     requests are counted per API key (default 600 per minute, refusals included),
-     *     anonymous requests to the category endpoints per client address (60 per minute),
+     *     anonymous requests (the category endpoints, `/openapi.json` and the page `/docs`)
+     *     per client address (60 per minute),
      *     failed authentications per client address (60 per minute; `policy`
-     *     `auth-failures`); `details` carries `limit`, `window_seconds`, `policy` and
-     *     `retry_after_seconds`.
+     *     `auth-failures`: past it, a key that is not valid is refused with this answer,
+     *     a valid key is still served); `details` carries `limit`, `window_seconds`,
+     *     `policy` and `retry_after_seconds`.
      */
     TooManyRequests: {
       headers: {
@@ -4373,7 +4378,7 @@ export interface components {
     /**
      * @description The quota applied (draft-ietf-httpapi-ratelimit-headers-10, an Internet-Draft):
      *     `"per-key";q=600;w=60` per API key, `"anonymous";q=60;w=60` per client address
-     *     without a key (category endpoints), `"auth-failures";q=60;w=60` per client
+     *     without a key (category endpoints, the API description), `"auth-failures";q=60;w=60` per client
      *     address for failed authentications (on its 429 only). Quotas are deployment
      *     configuration (RATE_LIMIT_PER_KEY_PER_MINUTE, RATE_LIMIT_ANONYMOUS_PER_MINUTE,
      *     RATE_LIMIT_AUTH_FAILURES_PER_MINUTE).

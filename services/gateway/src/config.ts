@@ -30,7 +30,7 @@ export const gatewayEnv = {
   RATE_LIMIT_PER_KEY_PER_MINUTE: positiveInt(600),
   /** Requests per minute per client address without a key (category endpoints). */
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: positiveInt(60),
-  /** Failed authentications per minute per client address; over it, 429 before any key is looked up. */
+  /** Failed authentications per minute per client address; over it, a key that is not valid is answered 429. */
   RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: positiveInt(60),
   /** Lifetime of a cached key record; the bound on revocation when a change notification is lost (max 5000). */
   KEY_CACHE_TTL_MS: cacheTtl,

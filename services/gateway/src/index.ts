@@ -7,3 +7,4 @@ export type { GatewayDB } from "./store/schema";
 export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./modules/identity/keys";
 export { passportJson } from "./modules/passport/mapping";
 export { OPENAPI_DOCUMENT } from "./openapi.generated";
+export { compressAnswer, COMPRESS_MIN_BYTES } from "./http/compression";

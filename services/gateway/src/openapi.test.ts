@@ -180,6 +180,19 @@ describe("the OpenAPI document and the route table", () => {
     expect(bare).toEqual([]);
   });
 
+  it("lists on each operation exactly the query parameters its route reads, an array where it is repeatable", () => {
+    for (const o of operations) {
+      const r = ROUTES.find((x) => x.operationId === o.op.operationId);
+      if (!r) continue;
+      const documented = Object.fromEntries(
+        o.parameters
+          .filter((p) => p.in === "query")
+          .map((p) => [p.name, p.schema?.type === "array" && p.explode !== false ? "repeatable" : "single"]),
+      );
+      expect([r.operationId, documented]).toEqual([r.operationId, r.query ?? {}]);
+    }
+  });
+
   it("declares every path parameter of each path", () => {
     for (const o of operations) {
       const names = [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();

@@ -3,7 +3,8 @@
  * check, the 405/Allow answers and the body limits are all derived from it (src/http/app.ts); none of
  * them keeps a list of its own.
  */
-import { RawJson } from "./http/json";
+import { PublicDocument } from "./http/compression";
+import { etagOf } from "./http/middleware/security";
 import type { GatewayModule, Route, RouteSpec } from "./http/route";
 import { fakeModuleDeps, gatewayModules } from "./modules";
 import { OPENAPI_DOCUMENT } from "./openapi.generated";
@@ -18,8 +19,13 @@ export {
   type RouteSpec,
 } from "./http/route";
 
-/** The OpenAPI document as sent: rendered once. */
-const OPENAPI_TEXT = new RawJson(JSON.stringify(OPENAPI_DOCUMENT));
+/** The OpenAPI document as sent: rendered once, each compressed variant made once (http/compression.ts). */
+const OPENAPI_TEXT = JSON.stringify(OPENAPI_DOCUMENT);
+const OPENAPI_JSON = new PublicDocument(
+  "application/json; charset=utf-8",
+  OPENAPI_TEXT,
+  etagOf(OPENAPI_TEXT),
+);
 
 /** The gateway's own routes: they call no service. */
 const META: GatewayModule = {
@@ -33,7 +39,7 @@ const META: GatewayModule = {
       auth: "none",
       idempotent: false,
       successStatus: 200,
-      handler: async () => ({ body: OPENAPI_TEXT }),
+      handler: async () => ({ body: OPENAPI_JSON }),
     },
   ],
 };

@@ -16,7 +16,6 @@ import { ApiError } from "@dpp/contract";
 import { type Logger } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
-import { OPENAPI_DOCUMENT } from "../openapi.generated";
 import { forMethod, PathRouter, type Route, type Step } from "./route";
 import { docsPage } from "./docs";
 import { authenticate, authorize } from "./middleware/authenticate";
@@ -29,10 +28,6 @@ import { inputHygiene } from "./middleware/inputs";
 import type { RequestLocals } from "./middleware/locals";
 import { requestLog, startRequest } from "./middleware/observe";
 import { rateLimit } from "./middleware/rate-limit";
-import { answerCached, etagOf } from "./middleware/security";
-
-/** The ETag of GET /v1/openapi.json (the route answers the generated document as is). */
-const OPENAPI_ETAG = etagOf(JSON.stringify(OPENAPI_DOCUMENT));
 
 export interface AppDeps {
   authenticator: Authenticator;
@@ -59,13 +54,18 @@ export function createApp(deps: AppDeps): express.Express {
   );
   const fail = errorResponder(deps);
   const logLine = requestLog(deps.log);
+  /** /docs is counted like the other answers without a key: against the client address's anonymous limit. */
+  const limitAnonymous = rateLimit(deps.rateLimiter);
 
   /** The answer to a request: a probe, the API reference, or a route of /v1. */
   const answer = (req: express.Request, res: express.Response, l: RequestLocals): void | Promise<void> => {
     const { method } = req;
     const path = req.path;
     if (method === "GET" || method === "HEAD") {
-      if (isPath(path, "/docs")) return docsPage(req, res);
+      if (isPath(path, "/docs")) {
+        const limited = limitAnonymous?.(req, res, l);
+        return limited ? limited.then(() => docsPage(req, res)) : docsPage(req, res);
+      }
       if (isPath(path, "/healthz")) {
         res.json({ status: "ok" });
         return;
@@ -77,8 +77,6 @@ export function createApp(deps: AppDeps): express.Express {
           .catch(() => {
             throw new ApiError("internal_error", "Not ready.", { reason: "not_ready" });
           });
-      // The public document is cacheable: ETag, Cache-Control and 304 before the route answers it.
-      if (isPath(path, "/v1/openapi.json") && answerCached(req, res, OPENAPI_ETAG)) return;
     }
     const under = underV1(path);
     if (under === undefined)
@@ -126,7 +124,7 @@ function routeChain(route: Route, deps: AppDeps): Step {
   const steps = [
     authenticate(route, deps.authenticator, deps.rateLimiter),
     rateLimit(deps.rateLimiter),
-    inputHygiene,
+    inputHygiene(route),
     authorize(route, deps.authenticator),
     conditionalHeaders(route),
     ...idempotencyKeySyntax(route).map(fromMiddleware),

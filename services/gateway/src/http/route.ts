@@ -42,11 +42,20 @@ export interface RouteSpec {
   /** The status of every successful answer. */
   successStatus: number;
   /**
+   * The query parameters the operation reads (absent: none), as its OpenAPI operation lists them. Any other
+   * parameter, `status[]` or `type[x]` included, is 400 invalid_request (middleware/inputs.ts): a filter that is
+   * not read must not be answered as if it were.
+   */
+  query?: Readonly<Record<string, QueryParameter>>;
+  /**
    * Takes the conditional headers Expected-Version (a non-negative integer) and If-Match (exactly `*`); a
    * malformed one is 400 invalid_request before anything else (idempotency key, body) is looked at.
    */
   conditional?: boolean;
 }
+
+/** A query parameter of an operation: given at most once, or repeated for several values (`type=a&type=b`). */
+export type QueryParameter = "single" | "repeatable";
 
 /**
  * Expected-Version of a `conditional` route, syntax already checked. If-Match (only `*`) is checked and asks

@@ -8,8 +8,9 @@
  * - anonymous callers (category endpoints without a key): ANON limit per client address;
  * - authenticated callers: the per-key limit, per key id (all modes and organizations), every answer counted
  *   (refusals after authentication included);
- * - failed authentications: AUTH_FAILURES per client address; an address over it is refused 429 before any
- *   key it sends is looked up (docs/decisions/0019).
+ * - failed authentications: AUTH_FAILURES per client address (docs/decisions/0019); past it, a key that is not
+ *   valid is answered 429 instead of its refusal, while a valid key from that address is still served
+ *   (docs/decisions/0045).
  */
 import { Redis } from "ioredis";
 import {
@@ -159,18 +160,6 @@ export class RateLimiter {
         RateLimit: `"${POLICY[bucket]}";r=${Math.max(0, res.remainingPoints)};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`,
       },
     };
-  }
-
-  /** Throws 429 when `id` already used up its quota in this window; counts nothing. */
-  async assertUnder(bucket: Bucket, id: string): Promise<void> {
-    let res: RateLimiterRes | null;
-    try {
-      res = await this.limiters[bucket].get(id);
-    } catch (err) {
-      this.faulted(err);
-      return;
-    }
-    if (res && res.consumedPoints >= this.quota[bucket]) throw this.refusal(bucket, res.msBeforeNext);
   }
 
   /** Counts one failure against `id`; the 429 to answer instead when that was one too many. */

@@ -277,6 +277,60 @@ describe("path, query and headers: one check for every route", () => {
     expect((await request(`${passports()}?category=t%C3%A9`, { key: keys.test })).status).toBe(200);
   });
 
+  it("refuses a query parameter the operation does not read, brackets included, instead of answering unfiltered", async () => {
+    const unknown = (parameter: string, message: string | RegExp) => ({
+      source: { parameter },
+      rule: "unknown_parameter",
+      message: typeof message === "string" ? message : expect.stringMatching(message),
+    });
+    const refused = async (path: string) =>
+      expectEnvelope(await request(path, { key: keys.test }), 400, "invalid_request");
+
+    const brackets = await refused(`${passports()}?status%5B%5D=published`);
+    expect(brackets.details.issues).toEqual([
+      unknown(
+        "status[]",
+        'The query parameter "status[]" is not read: brackets are not query syntax here; send status=<value>, once.',
+      ),
+    ]);
+    expect(brackets.message).toBe(brackets.details.issues[0].message);
+    expect((await refused(`${passports()}?status[in]=draft&limit=5`)).details.issues).toEqual([
+      unknown("status[in]", /send status=<value>, once\.$/),
+    ]);
+    // The feed's repeatable `type` is named as such; the events service is never called.
+    expect(
+      (await refused(`/v1/organizations/${org.id}/events?type[]=passport.created`)).details.issues,
+    ).toEqual([unknown("type[]", /send type=<value>, repeated for several values \(type=a&type=b\)\.$/)]);
+    // Any other name, in any case, is refused too; every unknown parameter is listed once, in the order sent.
+    const several = await refused(`${passports()}?foo=1&Status=draft&limit=5&foo=2`);
+    expect(several.details.issues).toEqual([
+      unknown(
+        "foo",
+        'The query parameter "foo" is not read by this operation; it takes "limit", "cursor", "status", "category", "updated_since".',
+      ),
+      unknown("Status", /^The query parameter "Status" is not read by this operation/),
+    ]);
+    expect(several.message).toMatch(/^The query parameters "foo", "Status" are not read by this operation/);
+    // Operations without a query, the anonymous ones included.
+    expect((await refused("/v1/whoami?verbose=1")).details.issues).toEqual([
+      unknown(
+        "verbose",
+        'The query parameter "verbose" is not read by this operation; it takes no query parameter.',
+      ),
+    ]);
+    expectEnvelope(await request("/v1/categories?page=2"), 400, "invalid_request");
+    expectEnvelope(await request("/v1/openapi.json?v=2"), 400, "invalid_request");
+    expect(calls).toEqual([]);
+
+    // The parameters an operation lists are read as before.
+    expect(
+      (await request(`${passports()}?status=draft&limit=5&category=textile`, { key: keys.test })).status,
+    ).toBe(200);
+    expect(calls).toEqual([
+      { method: "listPassports", req: expect.objectContaining({ limit: 5, category: "textile" }) },
+    ]);
+  });
+
   it("refuses Authorization sent twice with 400 instead of taking the first", async () => {
     const port = portOf(base);
     const answer = parseRaw(
@@ -330,8 +384,10 @@ describe("Node's own refusals", () => {
 });
 
 describe("limits on refusals", () => {
-  it("limits failed authentications per client address: 429 with Retry-After, without looking the key up", async () => {
+  it("limits failed authentications per client address: past the budget a bad key is 429, a valid key is served", async () => {
     const url = await listen({ limits: { perKey: 1000, anonymous: 1000, authFailures: 5 }, trustProxy: 1 });
+    const revoked = await s.admin.createKey({ organizationId: org.id, livemode: false });
+    await s.admin.revokeKey(revoked.record.id);
     const lookups = jest.spyOn(s.identity, "findKeyByDigest");
     try {
       const from = (address: string) => ({ "x-forwarded-for": address });
@@ -354,14 +410,37 @@ describe("limits on refusals", () => {
         limit: 5,
       });
       expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
-      // Once over, even a valid key from that address waits: nothing is looked up for it.
+      expect(over.headers.get("ratelimit-policy")).toBe('"auth-failures";q=5;w=60');
+      // A valid key from that address is still served, and counted against its own limit only.
       const valid = await request("/v1/whoami", { base: url, key: keys.test, headers: from("10.0.0.1") });
-      expectEnvelope(valid, 429, "rate_limited");
-      expect(lookups).toHaveBeenCalledTimes(5);
-      // Another address is not concerned.
+      expect(valid.status).toBe(200);
+      expect(valid.headers.get("ratelimit-policy")).toBe('"per-key";q=1000;w=60');
       expect(
-        (await request("/v1/whoami", { base: url, key: keys.test, headers: from("10.0.0.2") })).status,
+        (await request(passports(), { base: url, key: keys.test, headers: from("10.0.0.1") })).status,
       ).toBe(200);
+      // A malformed key is refused without a lookup; a revoked one no longer tells its id: both are 429.
+      lookups.mockClear();
+      const malformed = await request("/v1/whoami", {
+        base: url,
+        key: "not-a-key",
+        headers: from("10.0.0.1"),
+      });
+      expectEnvelope(malformed, 429, "rate_limited");
+      expect(lookups).not.toHaveBeenCalled();
+      const gone = await request("/v1/whoami", { base: url, key: revoked.key, headers: from("10.0.0.1") });
+      expect(expectEnvelope(gone, 429, "rate_limited").details).not.toHaveProperty("key_id");
+      // No key at all on a route that needs one is a failed authentication too.
+      expectEnvelope(
+        await request("/v1/whoami", { base: url, headers: from("10.0.0.1") }),
+        429,
+        "rate_limited",
+      );
+      // Another address is not concerned.
+      expectEnvelope(
+        await request("/v1/whoami", { base: url, key: revoked.key, headers: from("10.0.0.2") }),
+        401,
+        "key_revoked",
+      );
     } finally {
       lookups.mockRestore();
     }
@@ -445,7 +524,8 @@ describe("response headers", () => {
       const first = await request(path);
       expect(first.status).toBe(200);
       const etag = first.headers.get("etag")!;
-      expect(etag).toMatch(/^"[A-Za-z0-9_-]{32}"$/);
+      // fetch accepts gzip: the variant's ETag names its encoding.
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]{32}-gzip"$/);
       expect(first.headers.get("cache-control")).toBe("public, max-age=300");
       const again = await request(path, { headers: { "if-none-match": etag } });
       expect(again.status).toBe(304);

@@ -20,6 +20,7 @@ import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modul
 import { routeTable } from "../../src/routes";
 import { IdentityRepository } from "../../src/modules/identity/identity.repository";
 import { IdentityCache, listenForIdentityChanges } from "../../src/modules/identity/identity-cache";
+import { generateKeyText } from "../../src/modules/identity/keys";
 import type { ChangeListener } from "../../src/store/change-listener";
 import type { GatewayDB } from "../../src/store/schema";
 import { GATEWAY_SCHEMA } from "../../src/gateway";
@@ -373,6 +374,34 @@ describe("keys", () => {
       "invalid_key",
       { reason: "format" },
     ]);
+  });
+  it("looks a well-formed unknown key up once per TTL, and forgets it when a key changes", async () => {
+    const app = await start({ listen: true });
+    const { org } = await organizationWithKey();
+    // The creation of that key is announced too: it must have arrived before anything is remembered.
+    await app.listener!.caughtUp();
+    const unknown = generateKeyText(false);
+    const onKeys = onTable("api_key");
+    const first = await statementsOf(() => getPassportAt(app, unknown, org.id));
+    expect(onKeys(first)).toHaveLength(1);
+    const again = await statementsOf(async () => {
+      for (let i = 0; i < 10; i++) {
+        const res = await getPassportAt(app, unknown, org.id);
+        expect([res.status, codeOf(res), res.body.error.details]).toEqual([
+          401,
+          "invalid_key",
+          { reason: "unknown" },
+        ]);
+      }
+    });
+    expect(onKeys(again)).toEqual([]);
+    // After the TTL the store is asked again.
+    clock += TTL;
+    expect(onKeys(await statementsOf(() => getPassportAt(app, unknown, org.id)))).toHaveLength(1);
+    // Any change of a key (here one created) empties what was remembered as unknown.
+    await organizationWithKey();
+    await app.listener!.caughtUp();
+    expect(onKeys(await statementsOf(() => getPassportAt(app, unknown, org.id)))).toHaveLength(1);
   });
 });
 

@@ -9,7 +9,6 @@ import type { KeyRecord } from "../../modules/identity/identity.repository";
 import type { RateLimiter } from "../../ratelimit/limiter";
 import type { RouteSpec, Step } from "../route";
 import { headerFacts } from "./inputs";
-import type { RequestLocals } from "./locals";
 import { clientAddress } from "./rate-limit";
 
 /** The refusals of a credential: each counts as one failed authentication of the client address. */
@@ -33,9 +32,11 @@ const sentTwice = () =>
   });
 
 /**
- * The key of the request. Authorization sent twice is 400 invalid_request (which one was meant is unknown). An
- * address over its budget of failed authentications is refused 429 before the key it sends is looked up; each
- * failed authentication counts against that budget. No step for a route without authentication.
+ * The key of the request. Authorization sent twice is 400 invalid_request (which one was meant is unknown). Each
+ * failed authentication counts against the client address's budget; once the address used it up, a refused key
+ * is answered 429 instead of its 401 (or 400 mode_mismatch), while a valid key from the same address is still
+ * served: one failing client behind a shared address locks nobody else out (docs/decisions/0045). No step for a
+ * route without authentication.
  */
 export function authenticate(
   spec: RouteSpec,
@@ -49,36 +50,26 @@ export function authenticate(
     if (values !== undefined && values.length > 1) throw sentTwice();
     const header = values?.[0];
     if (optional && header === undefined) return;
-    if (!limiter) {
-      const key = auth.keyOf(header);
-      if (!(key instanceof Promise)) {
-        l.key = key;
-        return;
-      }
-      return key.then((k) => void (l.key = k));
+    /** A refusal of the key, counted against the address when it is a failed authentication. */
+    const refused = (err: unknown): Promise<never> => {
+      if (!limiter || !(err instanceof ApiError) || !AUTHENTICATION_FAILURES.has(err.code))
+        return Promise.reject(err);
+      return limiter.countFailure("auth_failures", clientAddress(req)).then((over) => {
+        throw over ?? err;
+      });
+    };
+    let key: KeyRecord | Promise<KeyRecord>;
+    try {
+      key = auth.keyOf(header);
+    } catch (err) {
+      return refused(err);
     }
-    return limitedKey(limiter, auth, header, clientAddress(req), l);
+    if (!(key instanceof Promise)) {
+      l.key = key;
+      return;
+    }
+    return key.then((k) => void (l.key = k), refused);
   };
-}
-
-/** The key, behind the budget of failed authentications of the client address. */
-async function limitedKey(
-  limiter: RateLimiter,
-  auth: Authenticator,
-  header: string | undefined,
-  address: string,
-  l: RequestLocals,
-): Promise<void> {
-  await limiter.assertUnder("auth_failures", address);
-  let key: KeyRecord;
-  try {
-    key = await auth.keyOf(header);
-  } catch (err) {
-    if (err instanceof ApiError && AUTHENTICATION_FAILURES.has(err.code))
-      throw (await limiter.countFailure("auth_failures", address)) ?? err;
-    throw err;
-  }
-  l.key = key;
 }
 
 /** The organization in the path (own or granted) and the route's scope; no step for a route without one. */

@@ -7,7 +7,7 @@
  */
 import type { Request } from "express";
 import { ApiError, type Issue } from "@dpp/contract";
-import type { Step } from "../route";
+import type { QueryParameter, RouteSpec, Step } from "../route";
 import { textProblem } from "../strict-json";
 import type { HeaderFacts, RequestLocals } from "./locals";
 
@@ -25,11 +25,13 @@ function decodeComponent(raw: string): string | undefined {
 
 /**
  * Problems of the raw query string. Express's query parser replaces what it cannot decode with U+FFFD, so the
- * check reads the string itself.
+ * check reads the string itself. Text that is refused comes first; then every parameter the operation does not
+ * read (`declared`) is listed, in the order sent.
  */
-function queryProblem(url: string): ApiError | undefined {
+function queryProblem(url: string, declared: Declared): ApiError | undefined {
   const q = url.indexOf("?");
   if (q < 0) return undefined;
+  let unknown: Map<string, Issue> | undefined;
   for (const pair of url.slice(q + 1).split("&")) {
     if (pair === "") continue;
     const eq = pair.indexOf("=");
@@ -48,8 +50,45 @@ function queryProblem(url: string): ApiError | undefined {
         { source: { parameter }, ...problem },
         `The query parameter ${parameter} holds text that is refused.`,
       );
+    if (!declared.has(name) && !unknown?.has(name))
+      (unknown ??= new Map()).set(name, unknownParameter(name, declared));
   }
-  return undefined;
+  if (!unknown) return undefined;
+  const issues = [...unknown.values()];
+  return new ApiError(
+    "invalid_request",
+    issues.length === 1
+      ? issues[0]!.message!
+      : `The query parameters ${[...unknown.keys()].map((n) => JSON.stringify(n)).join(", ")} are not read by this operation; ${takes(declared)}`,
+    { issues },
+  );
+}
+
+/** The query parameters an operation reads. */
+type Declared = ReadonlyMap<string, QueryParameter>;
+
+/** What an operation's query takes, as a sentence. */
+const takes = (declared: Declared) =>
+  declared.size === 0
+    ? "it takes no query parameter."
+    : `it takes ${[...declared.keys()].map((d) => JSON.stringify(d)).join(", ")}.`;
+
+/**
+ * The issue of a parameter the operation does not read. A name with brackets (`status[]`, `type[0]`, `status[in]`:
+ * what "extended" query parsers make of arrays and objects) says how to send the parameter it was meant to be.
+ */
+function unknownParameter(name: string, declared: Declared): Issue {
+  const bracket = name.indexOf("[");
+  const meant = bracket > 0 ? name.slice(0, bracket) : "";
+  const kind = declared.get(meant);
+  const message =
+    kind === undefined
+      ? `The query parameter ${JSON.stringify(name)} is not read by this operation; ${takes(declared)}`
+      : `The query parameter ${JSON.stringify(name)} is not read: brackets are not query syntax here; ` +
+        (kind === "repeatable"
+          ? `send ${meant}=<value>, repeated for several values (${meant}=a&${meant}=b).`
+          : `send ${meant}=<value>, once.`);
+  return { source: { parameter: name }, rule: "unknown_parameter", message };
 }
 
 /** The headers read by name (`headerFacts`), each with its name's length: most names are told apart by it. */
@@ -100,22 +139,28 @@ function headerProblem(req: Request): ApiError | undefined {
   return undefined;
 }
 
-/** The check of every route: path parameters, then the query string, then the headers. */
-export const inputHygiene: Step = (req, _res, l) => {
-  // Path parameters: the router decoded them strictly already (invalid UTF-8 is a 400 there).
-  const params = req.params as Record<string, string>;
-  for (const parameter in params) {
-    const problem = textProblem(params[parameter]!);
-    if (problem)
-      throw refuse(
-        { source: { parameter }, ...problem },
-        `The path parameter ${parameter} holds text that is refused.`,
-      );
-  }
-  const query = queryProblem(req.originalUrl);
-  if (query) throw query;
-  if (headerFacts(req, l).refusedText) {
-    const problem = headerProblem(req);
-    if (problem) throw problem;
-  }
-};
+/**
+ * The check of every route: path parameters, then the query string (its text, then the parameters the route does
+ * not read), then the headers.
+ */
+export function inputHygiene(spec: RouteSpec): Step {
+  const declared: Declared = new Map(Object.entries(spec.query ?? {}));
+  return (req, _res, l) => {
+    // Path parameters: the router decoded them strictly already (invalid UTF-8 is a 400 there).
+    const params = req.params as Record<string, string>;
+    for (const parameter in params) {
+      const problem = textProblem(params[parameter]!);
+      if (problem)
+        throw refuse(
+          { source: { parameter }, ...problem },
+          `The path parameter ${parameter} holds text that is refused.`,
+        );
+    }
+    const query = queryProblem(req.originalUrl, declared);
+    if (query) throw query;
+    if (headerFacts(req, l).refusedText) {
+      const problem = headerProblem(req);
+      if (problem) throw problem;
+    }
+  };
+}

@@ -8,7 +8,8 @@
  * styles (Redoc writes them at run time), images and fonts from data: URLs, nothing from another origin.
  *
  * /docs and /v1/openapi.json are the same for everyone until the next deploy: a strong ETag (SHA-256 of the
- * body), `Cache-Control: public, max-age=300`, and 304 Not Modified for a matching If-None-Match.
+ * body; each compressed variant its own, ../compression.ts), `Cache-Control: public, max-age=300`, and 304 Not
+ * Modified for a matching If-None-Match.
  */
 import { createHash } from "node:crypto";
 import type { Request, Response } from "express";
@@ -50,14 +51,12 @@ export function etagOf(body: string): string {
   return `"${createHash("sha256").update(body, "utf8").digest("base64url").slice(0, 32)}"`;
 }
 
-/** Whether If-None-Match names `etag` (or is `*`). */
-function matches(req: Request, etag: string): boolean {
+/** The first of `etags` that If-None-Match names (any when it is `*`), or undefined. */
+export function matchingEtag(req: Request, etags: readonly string[]): string | undefined {
   const header = req.headers["if-none-match"];
-  if (header === undefined) return false;
-  return header
-    .split(",")
-    .map((t) => t.trim().replace(/^W\//, ""))
-    .some((t) => t === "*" || t === etag);
+  if (header === undefined) return undefined;
+  const named = header.split(",").map((t) => t.trim().replace(/^W\//, ""));
+  return named.includes("*") ? etags[0] : etags.find((etag) => named.includes(etag));
 }
 
 /**
@@ -67,7 +66,7 @@ function matches(req: Request, etag: string): boolean {
 export function answerCached(req: Request, res: Response, etag: string): boolean {
   res.setHeader("ETag", etag);
   res.setHeader("Cache-Control", DOCUMENT_CACHE_CONTROL);
-  if (!matches(req, etag)) return false;
+  if (matchingEtag(req, [etag]) === undefined) return false;
   res.status(304).end();
   return true;
 }

@@ -40,6 +40,7 @@ export function eventsModule(deps: { client: EventsClient }): GatewayModule {
         scope: "events:read",
         idempotent: false,
         successStatus: 200,
+        query: { limit: "single", cursor: "single", type: "repeatable" },
         handler: async ({ ctx, query }) => {
           const raw = { limit: single(query, "limit"), cursor: single(query, "cursor") };
           const res = await client.listEvents(

@@ -29,7 +29,7 @@ export class Authenticator {
 
   private keyByDigest(digest: string): Promise<KeyRecord | undefined> {
     const load = () => this.repo.findKeyByDigest(digest);
-    return this.cache ? this.cache.keys.getOrLoad(digest, load) : load();
+    return this.cache ? this.cache.keyByDigest(digest, load) : load();
   }
 
   private organization(id: string): Promise<CachedOrganization | undefined> {
@@ -89,6 +89,8 @@ export class Authenticator {
         reason: "format",
       });
     if (cached) return this.usable(cached, parsed);
+    // A key text refused as unknown a moment ago is refused again without a lookup.
+    if (cache?.unknownKeys.get(parsed.digest)) return this.usable(undefined, parsed);
     return this.keyByDigest(parsed.digest).then((key) => this.usable(key, parsed));
   }
 

@@ -10,7 +10,8 @@
  * evicts the entries it touches at once; the gateway's own changes also evict in process before it answers.
  * When notifications are lost (listener reconnecting) the cache is cleared and the TTL bounds staleness.
  * Revocation wins: a revoked key, an ended grant or link stops working at once. Only rows that were found are
- * cached, so a newly created organization, key or grant works at once. Expiry and rotation windows are compared
+ * cached, so a newly created organization, key or grant works at once; the one remembered absence is a key text
+ * no key has (`unknownKeys`), which any change of a key forgets. Expiry and rotation windows are compared
  * with the clock on every request, cached or not.
  */
 import type { Logger, PlanContext } from "@dpp/kit";
@@ -49,6 +50,12 @@ export interface IdentityCacheOptions {
 export class IdentityCache {
   /** Key records by secret digest. */
   readonly keys: TtlCache<KeyRecord>;
+  /**
+   * Digests no key has: a key text sent again within the key TTL is refused without a lookup. Any change of a key
+   * (one created included) empties it, so it never hides a key; the text of a new key is random anyway, so no
+   * request can have sent it before it existed.
+   */
+  readonly unknownKeys: TtlCache<true>;
   /** Organizations by id. */
   readonly organizations: TtlCache<CachedOrganization>;
   /** Grants by key id and client organization id (see grantKey). */
@@ -57,6 +64,7 @@ export class IdentityCache {
   constructor(o: IdentityCacheOptions) {
     const max = o.maxEntries ?? MAX_ENTRIES;
     this.keys = new TtlCache(o.keyTtlMs, max, o.now);
+    this.unknownKeys = new TtlCache(o.keyTtlMs, max, o.now);
     this.organizations = new TtlCache(o.organizationTtlMs, max, o.now);
     this.grants = new TtlCache(o.grantTtlMs, max, o.now);
   }
@@ -72,13 +80,32 @@ export class IdentityCache {
     const kind = change.slice(0, at);
     const id = change.slice(at + 1);
     if (at < 0 || id === "") return;
-    if (kind === "key") this.keys.deleteWhere((k) => k.id === id);
-    else if (kind === "organization") this.organizations.delete(id);
+    if (kind === "key") {
+      this.keys.deleteWhere((k) => k.id === id);
+      this.unknownKeys.clear();
+    } else if (kind === "organization") this.organizations.delete(id);
     else if (kind === "access") this.grants.deleteWhere((g) => g.clientId === id);
+  }
+
+  /**
+   * The key record of a digest: cached, known to be unknown (undefined, no lookup), or read by `load`. A digest
+   * `load` does not find is remembered as unknown, unless a key changed while it read.
+   */
+  async keyByDigest(
+    digest: string,
+    load: () => Promise<KeyRecord | undefined>,
+  ): Promise<KeyRecord | undefined> {
+    let found: KeyRecord | undefined;
+    await this.unknownKeys.getOrLoad(digest, async () => {
+      found = await this.keys.getOrLoad(digest, load);
+      return found ? undefined : true;
+    });
+    return found;
   }
 
   clear(): void {
     this.keys.clear();
+    this.unknownKeys.clear();
     this.organizations.clear();
     this.grants.clear();
   }

@@ -90,6 +90,13 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         scope: "passports:read",
         idempotent: false,
         successStatus: 200,
+        query: {
+          limit: "single",
+          cursor: "single",
+          status: "single",
+          category: "single",
+          updated_since: "single",
+        },
         handler: async ({ ctx, query }) => {
           const { request, deferred } = listPassportsRequest(query);
           if (deferred) {
