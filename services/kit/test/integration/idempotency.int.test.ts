@@ -823,6 +823,50 @@ describe("a key used again for another request", () => {
     await expect(other).rejects.toMatchObject(conflict(ctx));
   });
 
+  it("a refusal recorded under one method is not replayed to a call of another method with the same fingerprint", async () => {
+    const ctx = keyed();
+    const refuse = async (): Promise<string> => {
+      throw new ApiError("wrong_status", "Refused.");
+    };
+    await expect(call(ctx, refuse)).rejects.toMatchObject({ code: "wrong_status" });
+    const again = anotherRequest(ctx, ctx.idempotency!.fingerprint);
+    const publish = runIdempotent(
+      { db: one, ctx: again, method: "/test.v1.Items/Publish", encode, decode, openWithWork: true },
+      async () => {
+        await insertItemOn(one, again, `${ctx.requestId}-published`);
+        return "published";
+      },
+    );
+    await expect(publish).rejects.toMatchObject(conflict(ctx));
+    expect(await items(ctx.requestId)).toEqual([]);
+  });
+
+  it("two calling organizations under one key on the same organization each run once and replay their own answer", async () => {
+    const manager = keyed();
+    manager.idempotency!.callerOrganizationId = "org_manager";
+    const client = anotherRequest(manager);
+    client.idempotency = { ...client.idempotency!, callerOrganizationId: manager.organizationId };
+    for (const [ctx, name] of [
+      [manager, "by the manager"],
+      [client, "by the client"],
+    ] as const) {
+      const work = async () => {
+        await insertItemOn(one, ctx, `${manager.requestId}-${name}`);
+        return name;
+      };
+      expect(await callOn(one, ctx, work, true)).toEqual({ response: name, replayed: false });
+    }
+    for (const [ctx, name] of [
+      [manager, "by the manager"],
+      [client, "by the client"],
+    ] as const)
+      expect(await callOn(one, ctx, async () => "never", true)).toEqual({ response: name, replayed: true });
+    expect(await items(manager.requestId)).toEqual([
+      `${manager.requestId}-by the client`,
+      `${manager.requestId}-by the manager`,
+    ]);
+  });
+
   it("a record of another request committed after the call's read: idempotency_conflict, and the call's own work undone", async () => {
     const ctx = keyed();
     const i = ctx.idempotency!;
