@@ -121,6 +121,38 @@ describe("scopes a key may be granted", () => {
   });
 });
 
+describe("keys a manager may grant", () => {
+  it("refuses a live key to a test key's grant: key_not_grantable, other_mode", async () => {
+    const { client, manager } = await managedClient();
+    const live = await s.admin.createKey({ organizationId: manager.org.id, livemode: true });
+    const res = await grant(manager.adminKey, client.id, {
+      key_id: live.record.id,
+      scopes: ["passports:read"],
+    });
+    expect([res.status, res.body.error?.code]).toEqual([409, "key_not_grantable"]);
+    expect(res.body.error.details).toEqual({ key_id: live.record.id, reason: "other_mode" });
+    expect(await reached(live.key)).toEqual([manager.org.id]);
+  });
+
+  it("refuses a test key to a live key's grant, and grants a live key of the same mode", async () => {
+    const { client, manager } = await managedClient();
+    const liveAdmin = await s.admin.createKey({ organizationId: manager.org.id, livemode: true });
+    const test = await s.admin.createKey({ organizationId: manager.org.id, livemode: false });
+    const refused = await grant(liveAdmin.key, client.id, {
+      key_id: test.record.id,
+      scopes: ["passports:read"],
+    });
+    expect(refused.body.error).toMatchObject({
+      code: "key_not_grantable",
+      details: { key_id: test.record.id, reason: "other_mode" },
+    });
+    expect(await s.identity.findGrant(test.record.id, client.id)).toBeUndefined();
+    const live = await s.admin.createKey({ organizationId: manager.org.id, livemode: true });
+    const ok = await grant(liveAdmin.key, client.id, { key_id: live.record.id, scopes: ["passports:read"] });
+    expect(ok.status).toBe(201);
+  });
+});
+
 describe("two organizations managing one client", () => {
   it("ending one arrangement ends that manager's grants only; the other manager's keys keep reaching the client", async () => {
     const { client, manager: first } = await managedClient("Shared brand");
