@@ -237,7 +237,10 @@ describe("grants", () => {
       (await h.request(`/organizations/${brand.organizationId}/events`, { key: reader.key })).status,
     ).toBe(200);
     await h.admin.unlinkClient(agency.organizationId, brand.organizationId);
-    const after = await h.request(`/organizations/${brand.organizationId}/events`, { key: reader.key });
+    // The change reaches the gateway that cached the grant through its change notification, within the bound.
+    const after = await untilRefused(() =>
+      h.request(`/organizations/${brand.organizationId}/events`, { key: reader.key }),
+    );
     expect(after.status).toBe(404);
     expect(envelope(after).code).toBe("organization_not_found_or_not_granted");
     const again = await h.request(grants(brand.organizationId), {
@@ -248,6 +251,61 @@ describe("grants", () => {
       code: "grantor_not_seated",
       details: { reason: "arrangement_ended" },
     });
+  });
+});
+
+describe("two managers of one client", () => {
+  it("ending one manager's arrangement ends its keys' grants only: the other manager's key keeps its access", async () => {
+    const client = await h.tenant("Shared Brand", "starter");
+    const first = await h.tenant("First Agency", "pro");
+    const second = await h.tenant("Second Agency", "pro");
+    shownKeys.push(
+      client.testKey,
+      client.liveKey,
+      first.testKey,
+      first.liveKey,
+      second.testKey,
+      second.liveKey,
+    );
+    const created = await h.request(`/organizations/${client.organizationId}/passports`, {
+      key: client.testKey,
+      body: { category: "textile" },
+    });
+    h.expectStatus(created, 201);
+    const readers = [];
+    for (const manager of [first, second]) {
+      await h.admin.linkClient(manager.organizationId, client.organizationId);
+      const reader = await h.admin.createKey({
+        organizationId: manager.organizationId,
+        livemode: false,
+        scopes: ["passports:read"],
+      });
+      shownKeys.push(reader.key);
+      const granted = await h.request(grants(client.organizationId), {
+        key: manager.testKey,
+        body: { key_id: reader.record.id, scopes: ["passports:read"] },
+      });
+      h.expectStatus(granted, 201);
+      readers.push(reader);
+    }
+    const [firstReader, secondReader] = readers as [(typeof readers)[0], (typeof readers)[0]];
+    const passport = (key: string) =>
+      h.request(`/organizations/${client.organizationId}/passports/${created.body.id}`, { key });
+    h.expectStatus(await passport(firstReader.key), 200);
+    h.expectStatus(await passport(secondReader.key), 200);
+
+    await h.admin.unlinkClient(first.organizationId, client.organizationId);
+    const ended = await untilRefused(() => passport(firstReader.key));
+    expect([ended.status, envelope(ended).code]).toEqual([404, "organization_not_found_or_not_granted"]);
+    // The change that refused the first manager's key has reached the gateway: the second's still reads.
+    const kept = await passport(secondReader.key);
+    h.expectStatus(kept, 200);
+    expect(kept.body).toMatchObject({ id: created.body.id, organization_id: client.organizationId });
+    const orgs = await h.request("/organizations", { key: secondReader.key });
+    expect(orgs.body.data.map((c: { organization_id: string }) => c.organization_id)).toEqual([
+      second.organizationId,
+      client.organizationId,
+    ]);
   });
 });
 

@@ -508,6 +508,44 @@ describe("encodeMessage", () => {
     expect(back.passport?.createdAt?.nanos).toBe(123_000_000);
   });
 
+  it("writes text as UTF-8, short or long: the receiver reads accents, scripts and emoji back unchanged", () => {
+    const schema = passportV1.CreatePassportRequestSchema;
+    for (const text of [
+      "é",
+      "Crème",
+      "日本語",
+      "👕",
+      "a👕b",
+      "ñ".repeat(47),
+      "ü".repeat(60),
+      "x".repeat(47) + "é",
+    ]) {
+      const request = { category: text, externalId: text, dataJson: JSON.stringify({ product_name: text }) };
+      const bytes = encodeMessage(schema, request);
+      expect(bytes.equals(bytesOf(schema, request))).toBe(true);
+      const read = fromBinary(schema, bytes);
+      expect([read.category, read.externalId, JSON.parse(read.dataJson).product_name]).toEqual([
+        text,
+        text,
+        text,
+      ]);
+    }
+  });
+
+  it("writes an optional field that is set to its zero value: Expected-Version 0 and an empty external_id arrive set", () => {
+    const update = passportV1.UpdatePassportRequestSchema;
+    const withZero = { id: "pp_1", patchJson: "{}", expectedVersion: 0 };
+    const read = fromBinary(update, encodeMessage(update, withZero));
+    expect(read.expectedVersion).toBe(0);
+    expect(
+      fromBinary(update, encodeMessage(update, { id: "pp_1", patchJson: "{}" })).expectedVersion,
+    ).toBeUndefined();
+    const create = passportV1.CreatePassportRequestSchema;
+    const empty = { category: "textile", externalId: "", dataJson: "" };
+    expect(encodeMessage(create, empty).equals(bytesOf(create, empty))).toBe(true);
+    expect(fromBinary(create, encodeMessage(create, empty)).externalId).toBe("");
+  });
+
   it("keeps the unknown fields of a message read from newer bytes, last, as toBinary does", () => {
     strictly();
     const schema = passportV1.GetPassportRequestSchema;

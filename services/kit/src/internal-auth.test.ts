@@ -190,6 +190,13 @@ describe("sign and verify", () => {
     expect(v).toEqual({ ok: false, reason: "bad_signature", claimedIssuer: "gateway" });
   });
 
+  it("refuses a trusted name signed with the key of another trusted caller", () => {
+    const asGateway = verifier().verify(token({ issuer: "gateway", key: admin.privateKey }), METHOD, RID);
+    expect(asGateway).toEqual({ ok: false, reason: "bad_signature", claimedIssuer: "gateway" });
+    const asAdmin = verifier().verify(token({ issuer: "admin", key: gateway.privateKey }), METHOD, RID);
+    expect(asAdmin).toEqual({ ok: false, reason: "bad_signature", claimedIssuer: "admin" });
+  });
+
   it("refuses an issuer the service does not trust, whatever its key", () => {
     const v = verifier().verify(token({ issuer: "imports", key: stranger.privateKey }), METHOD, RID);
     expect(v).toEqual({ ok: false, reason: "untrusted_issuer", claimedIssuer: "imports" });

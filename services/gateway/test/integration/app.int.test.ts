@@ -411,6 +411,70 @@ describe("what a write hands the owning service", () => {
     expect(sent[3]).toBeUndefined();
   });
 
+  it("fingerprints a patch's body: another patch under the same key differs, the same patch with its members reordered does not", async () => {
+    answers.set("updatePassport", created);
+    const send = (body: unknown) =>
+      request(`${passports()}/pp_1`, {
+        method: "PATCH",
+        key: keys.test,
+        body,
+        headers: { "idempotency-key": "k-patch" },
+      });
+    await send({ external_id: "SKU-1", data: { product_name: "A", product_description: "d" } });
+    await send({ data: { product_description: "d", product_name: "A" }, external_id: "SKU-1" });
+    await send({ external_id: "SKU-1", data: { product_name: "B", product_description: "d" } });
+    await send({ external_id: "SKU-1" });
+    const [first, reordered, otherName, noData] = calls.map((c) => c.ctx.idempotency!.fingerprint);
+    expect(reordered).toBe(first);
+    expect(new Set([first, otherName, noData]).size).toBe(3);
+  });
+
+  it("scopes a key used on a client by the calling key's organization, not the client in the path", async () => {
+    answers.set("createPassport", created);
+    const manager = await s.admin.createOrganization("Agency", "pro", "active");
+    await s.admin.linkClient(manager.id, org.id);
+    const managerKey = await s.admin.createKey({ organizationId: manager.id, livemode: false });
+    await s.admin.grantChecked(managerKey.record.id, org.id, ["passports:write"]);
+    for (const key of [managerKey.key, keys.test])
+      expect(
+        (
+          await request(passports(), {
+            key,
+            body: { category: "textile" },
+            headers: { "idempotency-key": "k-shared" },
+          })
+        ).status,
+      ).toBe(201);
+    expect(calls.map((c) => [c.ctx.organizationId, c.ctx.idempotency?.callerOrganizationId])).toEqual([
+      [org.id, manager.id],
+      [org.id, org.id],
+    ]);
+  });
+
+  it("hands a manager's keyed publish on a client the manager's organization as the record's caller", async () => {
+    answers.set("publishPassport", () => ({
+      outcome: {
+        case: "published",
+        value: { passport: passportMessage({ organizationId: org.id }), warnings: [] },
+      },
+    }));
+    const manager = await s.admin.createOrganization("Publishing agency", "pro", "active");
+    await s.admin.linkClient(manager.id, org.id);
+    const managerKey = await s.admin.createKey({ organizationId: manager.id, livemode: false });
+    await s.admin.grantChecked(managerKey.record.id, org.id, ["passports:write"]);
+    const res = await request(`${passports()}/pp_1/publish`, {
+      key: managerKey.key,
+      method: "POST",
+      headers: { "idempotency-key": "k-publish" },
+    });
+    expect(res.status).toBe(200);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.ctx).toMatchObject({
+      organizationId: org.id,
+      idempotency: { key: "k-publish", callerOrganizationId: manager.id },
+    });
+  });
+
   it("marks an answer the service replayed with Idempotent-Replayed, and only that one", async () => {
     answers.set("createPassport", () => {
       calls[calls.length - 1]!.ctx.outcome = { idempotentReplayed: true };
@@ -496,6 +560,16 @@ describe("error envelope", () => {
       "insufficient_scope",
     );
     expect(scope.details.required_scope).toBe("passports:write");
+    expect(calls).toEqual([]);
+  });
+
+  it("answers a key whose record names the other mode than its text with 400 mode_mismatch, calling no service", async () => {
+    const k = await s.admin.createKey({ organizationId: org.id, livemode: true });
+    await sql`update api_key set livemode = false where id = ${k.record.id}`.execute(s.sql);
+    for (const path of [passports(), "/v1/whoami"]) {
+      const e = expectEnvelope(await request(path, { key: k.key }), 400, "mode_mismatch");
+      expect(e.details).toEqual({ key_prefix_mode: "live" });
+    }
     expect(calls).toEqual([]);
   });
 

@@ -275,6 +275,36 @@ describe("resolveOrganization", () => {
       await notGranted();
     });
 
+    it("ends only the grants of the manager whose arrangement ends when two managers serve one client", async () => {
+      const client = await org("Client", "scale", "active");
+      const first = await org("First agency");
+      const second = await org("Second agency");
+      const keys = [];
+      for (const manager of [first, second]) {
+        await s.admin.linkClient(manager.id, client.id);
+        const k = await s.admin.createKey({ organizationId: manager.id, livemode: false });
+        await s.admin.grantChecked(k.record.id, client.id, ["passports:read"]);
+        keys.push(await auth.authenticate(bearer(k.key)));
+      }
+      const [firstKey, secondKey] = keys as [(typeof keys)[0], (typeof keys)[0]];
+      const resolve = (k: typeof firstKey) => auth.resolveOrganization(k, client.id);
+      await expect(resolve(firstKey)).resolves.toMatchObject({ viaGrant: true });
+      await expect(resolve(secondKey)).resolves.toMatchObject({ viaGrant: true });
+
+      await s.admin.unlinkClient(first.id, client.id);
+      expect((await refusal(resolve(firstKey))).code).toBe("organization_not_found_or_not_granted");
+      // The other manager's arrangement and its key's grant go on.
+      await expect(resolve(secondKey)).resolves.toMatchObject({
+        organization: { id: client.id },
+        scopes: ["passports:read"],
+        viaGrant: true,
+      });
+      expect(await s.identity.findGrant(secondKey.id, client.id)).toMatchObject({ revoked_at: null });
+
+      await s.admin.unlinkClient(second.id, client.id);
+      expect((await refusal(resolve(secondKey))).code).toBe("organization_not_found_or_not_granted");
+    });
+
     it("does not let a client's key reach its manager", async () => {
       const manager = await org("Agency");
       const client = await org("Client");

@@ -362,6 +362,36 @@ describe("tenancy", () => {
   });
 });
 
+describe("scopes", () => {
+  it("checks the route's scope on a key and organization served from the cache: a read-only key never writes", async () => {
+    const app = await start({ listen: true });
+    const org = await s.admin.createOrganization("Org", "pro", "active");
+    const reader = await s.admin.createKey({
+      organizationId: org.id,
+      livemode: false,
+      scopes: ["passports:read"],
+    });
+    for (let i = 0; i < 3; i++) expect((await getPassportAt(app, reader.key, org.id)).status).toBe(200);
+    const writes = await statementsOf(async () => {
+      for (let i = 0; i < 3; i++) {
+        const res = await httpRequest(app.base, `/v1/organizations/${org.id}/passports/pp_1`, {
+          method: "PATCH",
+          key: reader.key,
+          body: { data: { product_name: "changed" } },
+        });
+        expect([res.status, codeOf(res), res.body.error.details.required_scope]).toEqual([
+          403,
+          "insufficient_scope",
+          "passports:write",
+        ]);
+      }
+    });
+    // Refused from the cache: no statement, and the passport service was asked nothing but the reads.
+    expect(writes).toEqual([]);
+    expect(contexts).toHaveLength(3);
+  });
+});
+
 describe("keys", () => {
   it("still refuses a mistyped copy of a cached key as malformed", async () => {
     const app = await start({ listen: true });

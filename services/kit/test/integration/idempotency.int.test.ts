@@ -777,6 +777,164 @@ describe("one key, concurrent calls", () => {
   });
 });
 
+describe("a key used again for another request", () => {
+  /** The same key, organization, mode and caller as `ctx`, for another request: another request id and fingerprint. */
+  const anotherRequest = (
+    ctx: TenantContext,
+    fingerprint = randomBytes(32).toString("hex"),
+  ): TenantContext => ({
+    ...ctx,
+    requestId: `req_${randomBytes(4).toString("hex")}`,
+    idempotency: { ...ctx.idempotency!, fingerprint },
+  });
+  const conflict = (ctx: TenantContext) => ({
+    code: "idempotency_conflict",
+    status: 409,
+    details: { idempotency_key: ctx.idempotency!.key },
+  });
+
+  it("a recorded answer: another fingerprint is idempotency_conflict, the work not run, the record kept and replayed to its own request", async () => {
+    for (const openWithWork of [false, true]) {
+      const ctx = keyed();
+      let runs = 0;
+      const work = (c: TenantContext) => async () => {
+        runs++;
+        await insertItemOn(one, c, `${ctx.requestId}-${runs}`);
+        return `run ${runs}`;
+      };
+      expect(await callOn(one, ctx, work(ctx), openWithWork)).toEqual({ response: "run 1", replayed: false });
+      const other = anotherRequest(ctx);
+      const err = await callOn(one, other, work(other), openWithWork).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject(conflict(ctx));
+      expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-1`]);
+      expect(await recordOf(ctx)).toMatchObject({
+        fingerprint: ctx.idempotency!.fingerprint,
+        request_id: ctx.requestId,
+      });
+      expect(await callOn(one, ctx, work(ctx), openWithWork)).toEqual({ response: "run 1", replayed: true });
+      expect(await stateOfOne()).toEqual(["idle"]);
+    }
+  });
+
+  it("a recorded refusal: another fingerprint is idempotency_conflict, not the refusal replayed", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const refuse = async (): Promise<string> => {
+      runs++;
+      throw new ApiError("validation_failed", "Refused.", { run: runs });
+    };
+    await expect(call(ctx, refuse)).rejects.toMatchObject({ code: "validation_failed" });
+    await expect(call(anotherRequest(ctx), async () => "never")).rejects.toMatchObject(conflict(ctx));
+    await expect(call(ctx, refuse)).rejects.toMatchObject({
+      code: "validation_failed",
+      headers: { "Idempotent-Replayed": "true" },
+    });
+    expect(runs).toBe(1);
+  });
+
+  it("the same fingerprint under another method is idempotency_conflict", async () => {
+    const ctx = keyed();
+    expect(await call(ctx, async () => "created")).toEqual({ response: "created", replayed: false });
+    const again = anotherRequest(ctx, ctx.idempotency!.fingerprint);
+    const other = runIdempotent(
+      { db, ctx: again, method: "/test.v1.Items/Delete", encode, decode },
+      async () => "deleted",
+    );
+    await expect(other).rejects.toMatchObject(conflict(ctx));
+  });
+
+  it("a refusal recorded under one method is not replayed to a call of another method with the same fingerprint", async () => {
+    const ctx = keyed();
+    const refuse = async (): Promise<string> => {
+      throw new ApiError("wrong_status", "Refused.");
+    };
+    await expect(call(ctx, refuse)).rejects.toMatchObject({ code: "wrong_status" });
+    const again = anotherRequest(ctx, ctx.idempotency!.fingerprint);
+    const publish = runIdempotent(
+      { db: one, ctx: again, method: "/test.v1.Items/Publish", encode, decode, openWithWork: true },
+      async () => {
+        await insertItemOn(one, again, `${ctx.requestId}-published`);
+        return "published";
+      },
+    );
+    await expect(publish).rejects.toMatchObject(conflict(ctx));
+    expect(await items(ctx.requestId)).toEqual([]);
+  });
+
+  it("two calling organizations under one key on the same organization each run once and replay their own answer", async () => {
+    const manager = keyed();
+    manager.idempotency!.callerOrganizationId = "org_manager";
+    const client = anotherRequest(manager);
+    client.idempotency = { ...client.idempotency!, callerOrganizationId: manager.organizationId };
+    for (const [ctx, name] of [
+      [manager, "by the manager"],
+      [client, "by the client"],
+    ] as const) {
+      const work = async () => {
+        await insertItemOn(one, ctx, `${manager.requestId}-${name}`);
+        return name;
+      };
+      expect(await callOn(one, ctx, work, true)).toEqual({ response: name, replayed: false });
+    }
+    for (const [ctx, name] of [
+      [manager, "by the manager"],
+      [client, "by the client"],
+    ] as const)
+      expect(await callOn(one, ctx, async () => "never", true)).toEqual({ response: name, replayed: true });
+    expect(await items(manager.requestId)).toEqual([
+      `${manager.requestId}-by the client`,
+      `${manager.requestId}-by the manager`,
+    ]);
+  });
+
+  it("a record of another request committed after the call's read: idempotency_conflict, and the call's own work undone", async () => {
+    const ctx = keyed();
+    const i = ctx.idempotency!;
+    const out = call(ctx, async () => {
+      await insertItem(ctx, `${ctx.requestId}-mine`);
+      // Another request under the same key held the lock, and committed its answer just after this call read the key.
+      await other
+        .insertInto("idempotency")
+        .values({
+          organization_id: ctx.organizationId,
+          livemode: ctx.livemode,
+          caller_organization_id: i.callerOrganizationId,
+          idempotency_key: i.key,
+          fingerprint: "0".repeat(64),
+          method: METHOD,
+          request_id: "req_first",
+          response: encode("the first answer"),
+          error: null,
+        })
+        .execute();
+      return "the second answer";
+    });
+    await expect(out).rejects.toMatchObject(conflict(ctx));
+    expect(await items(ctx.requestId)).toEqual([]);
+    expect(await recordOf(ctx)).toMatchObject({ fingerprint: "0".repeat(64), request_id: "req_first" });
+  });
+
+  it("the same key in another mode or from another calling organization is another record: it runs", async () => {
+    const ctx = keyed();
+    expect(await call(ctx, async () => "first")).toEqual({ response: "first", replayed: false });
+    const live = { ...anotherRequest(ctx), livemode: true };
+    expect(await call(live, async () => "live")).toEqual({ response: "live", replayed: false });
+    const caller = anotherRequest(ctx);
+    caller.idempotency = { ...caller.idempotency!, callerOrganizationId: "org_another_caller" };
+    expect(await call(caller, async () => "another caller")).toEqual({
+      response: "another caller",
+      replayed: false,
+    });
+    const organization = { ...anotherRequest(ctx), organizationId: `org_${randomBytes(4).toString("hex")}` };
+    expect(await call(organization, async () => "another organization")).toEqual({
+      response: "another organization",
+      replayed: false,
+    });
+    expect(await call(ctx, async () => "never")).toEqual({ response: "first", replayed: true });
+  });
+});
+
 describe("values written into the kit's statements", () => {
   it("records and replays a key, an answer and a refusal holding quotes, backslashes, newlines and every byte", async () => {
     const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i));

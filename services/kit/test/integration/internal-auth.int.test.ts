@@ -277,14 +277,50 @@ describe("the trust check of a gRPC service", () => {
     await expectRefused("getPassport", metadata([[CONTEXT_METADATA_KEY, forEvents]]), "wrong_audience");
   });
 
-  it("refuses a call carrying a second, forged token beside a valid one", async () => {
+  it("refuses a call carrying a second, forged token beside a valid one, in either order", async () => {
     const deadline = Date.now() + 5000;
     const valid = gateway.sign(orgA, { audience: "passport", method: GET, deadline });
+    const forged = edit(valid, (c) => (c.ctx.organization_id = "org_b"));
+    for (const tokens of [
+      [valid, forged],
+      [forged, valid],
+    ]) {
+      const md = metadata([
+        ...tokens.map((t): [string, string] => [CONTEXT_METADATA_KEY, t]),
+        [REQUEST_ID_METADATA_KEY, "req_two_tokens"],
+      ]);
+      await expectRefused("getPassport", md, "malformed");
+    }
+    // The valid token alone, with the same request id, is answered.
+    const alone = metadata([
+      [CONTEXT_METADATA_KEY, valid],
+      [REQUEST_ID_METADATA_KEY, "req_two_tokens"],
+    ]);
+    expect((await rawCall(raw, "getPassport", alone)).ok).toBe(true);
+  });
+
+  it("refuses a call carrying the same valid token twice", async () => {
+    const valid = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
     const md = metadata([
       [CONTEXT_METADATA_KEY, valid],
-      [CONTEXT_METADATA_KEY, edit(valid, (c) => (c.ctx.organization_id = "org_b"))],
+      [CONTEXT_METADATA_KEY, valid],
+      [REQUEST_ID_METADATA_KEY, "req_twice"],
     ]);
     await expectRefused("getPassport", md, "malformed");
+  });
+
+  it("refuses a token naming one trusted caller signed with another trusted caller's key", async () => {
+    const adminAsGateway = createContextSigner({ issuer: "gateway", privateKey: adminKeys.privateKey });
+    const token = adminAsGateway.sign(orgA, {
+      audience: "passport",
+      method: GET,
+      deadline: Date.now() + 5000,
+    });
+    const md = metadata([
+      [CONTEXT_METADATA_KEY, token],
+      [REQUEST_ID_METADATA_KEY, "req_other_key"],
+    ]);
+    await expectRefused("getPassport", md, "bad_signature");
   });
 
   it("runs the handler with exactly the signed context and the verified caller", async () => {
@@ -485,6 +521,26 @@ describe("the trust check of a gRPC service", () => {
     ]);
   });
 
+  it("refuses a write whose token signs no key when only the key or only the fingerprint travels beside it", async () => {
+    const plain = gateway.sign(orgA, { audience: "passport", method: CREATE, deadline: Date.now() + 5000 });
+    for (const beside of [
+      [IDEMPOTENCY_KEY_METADATA_KEY, "k-alone"],
+      [IDEMPOTENCY_FINGERPRINT_METADATA_KEY, "f".repeat(64)],
+    ] as Array<[string, string]>) {
+      const md = metadata([[CONTEXT_METADATA_KEY, plain], [REQUEST_ID_METADATA_KEY, "req_half"], beside]);
+      await expectRefused("createPassport", md, "malformed");
+    }
+  });
+
+  it("refuses a read carrying a stray Idempotency-Key beside its token, and answers it without", async () => {
+    const read = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
+    const md = (...beside: Array<[string, string]>) =>
+      metadata([[CONTEXT_METADATA_KEY, read], [REQUEST_ID_METADATA_KEY, "req_stray"], ...beside]);
+    await expectRefused("getPassport", md([IDEMPOTENCY_KEY_METADATA_KEY, "k-stray"]), "malformed");
+    expect((await rawCall(raw, "getPassport", md())).ok).toBe(true);
+    expect(runs).toEqual([expect.objectContaining({ rpc: "GetPassport", caller: "gateway" })]);
+  });
+
   it("refuses a token it already accepted when it is presented for another method", async () => {
     const readToken = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
     const withId = (token: string): Array<[string, string]> => [
@@ -505,5 +561,56 @@ describe("the trust check of a gRPC service", () => {
     } finally {
       health.close();
     }
+  });
+});
+
+describe("a token the service accepted before, once it has expired", () => {
+  let clock = Date.now();
+  let handle: GrpcServerHandle;
+  let raw: RawPassport;
+
+  beforeAll(async () => {
+    const verifier = createContextVerifier({
+      audience: "passport",
+      trusted: { gateway: [gatewayKeys.publicKey] },
+      now: () => clock,
+    });
+    handle = await startGrpcServer("127.0.0.1:0", log, (server) => {
+      addService(server, passportV1.PassportService, impl, log, verifier);
+      return [SERVICE];
+    });
+    raw = new RawClient(
+      `127.0.0.1:${handle.port}`,
+      grpc.credentials.createInsecure(),
+    ) as unknown as RawPassport;
+  });
+
+  afterAll(() => {
+    raw.close();
+    handle.server.forceShutdown();
+  });
+
+  it("is refused as expired, although its signature was checked on an earlier call", async () => {
+    clock = Date.now();
+    const token = gateway.sign(orgA, { audience: "passport", method: GET, deadline: Date.now() + 5000 });
+    const { exp } = JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString()) as { exp: number };
+    const md = () =>
+      metadata([
+        [CONTEXT_METADATA_KEY, token],
+        [REQUEST_ID_METADATA_KEY, "req_late"],
+      ]);
+    runs.length = 0;
+    expect((await rawCall(raw, "getPassport", md())).ok).toBe(true);
+    expect(runs).toHaveLength(1);
+
+    // The service's clock past the token's expiry and the 5 s of skew it allows.
+    clock = exp + 5001;
+    runs.length = 0;
+    serverLog.length = 0;
+    const late = await rawCall(raw, "getPassport", md());
+    expect(late.ok).toBe(false);
+    expect((late as { err: grpc.ServiceError }).err.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(runs).toEqual([]);
+    expect(serverLog).toEqual([expect.objectContaining({ level: 40, check: "expired" })]);
   });
 });

@@ -300,6 +300,68 @@ describe("outbox", () => {
     expect(await onBus([first.id, second.id])).toEqual([second.id, first.id]);
   });
 
+  it("relays in commit order rows whose ids were drawn in the reverse order, whatever the batch size and the bus", async () => {
+    for (const batchSize of [1, 2, 3]) {
+      // The Postgres-table bus of this database (moved in one statement), and the same bus behind another object
+      // (published batch by batch, as to Kafka).
+      for (const bus of [realBus, new FlakyBus(realBus, 0)]) {
+        const { db, schema } = await scratch(`reverse${batchSize}`);
+        const [first, second, third] = [event("org_reverse"), event("org_reverse"), event("org_reverse")];
+        const a = await db.startTransaction().execute();
+        const b = await db.startTransaction().execute();
+        try {
+          await writeOutbox(a, first); // the lowest id, committed last
+          await writeOutbox(b, second);
+          await writeCommitted(db, third); // the highest id, committed first
+          await b.commit().execute();
+          await a.commit().execute();
+        } catch (err) {
+          await b
+            .rollback()
+            .execute()
+            .catch(() => undefined);
+          await a
+            .rollback()
+            .execute()
+            .catch(() => undefined);
+          throw err;
+        }
+        expect((await outboxRows(schema)).map((r) => r.event_id)).toEqual([first.id, second.id, third.id]);
+        expect(await relay(db, schema, bus, { batchSize }).drain()).toBe(3);
+        expect(await onBus([first.id, second.id, third.id])).toEqual([third.id, second.id, first.id]);
+      }
+    }
+  });
+
+  it("publishes a batch in commit order whatever the table's physical order (rewritten in id order, as CLUSTER or pg_repack leave it)", async () => {
+    for (const bus of [realBus, new FlakyBus(realBus, 0)]) {
+      const { db, schema } = await scratch("rewritten");
+      const [first, second, third] = [event("org_rewritten"), event("org_rewritten"), event("org_rewritten")];
+      const a = await db.startTransaction().execute();
+      const b = await db.startTransaction().execute();
+      try {
+        await writeOutbox(a, first); // the lowest id, committed last
+        await writeOutbox(b, second);
+        await writeCommitted(db, third); // the highest id, committed first
+        await b.commit().execute();
+        await a.commit().execute();
+      } catch (err) {
+        await b
+          .rollback()
+          .execute()
+          .catch(() => undefined);
+        await a
+          .rollback()
+          .execute()
+          .catch(() => undefined);
+        throw err;
+      }
+      await admin.query(`cluster ${schema}.outbox using outbox_pkey`);
+      expect(await relay(db, schema, bus, { batchSize: 3 }).drain()).toBe(3);
+      expect(await onBus([first.id, second.id, third.id])).toEqual([third.id, second.id, first.id]);
+    }
+  });
+
   it("lets the relay's read see one organization's rows only as a prefix of their numbers, under concurrent writers", async () => {
     const { db, schema } = await scratch("orgconc");
     const org = "org_conc";

@@ -24,6 +24,14 @@ describe("parsePatchBody", () => {
     });
     expect(parsePatchBody({})).toEqual({});
   });
+  it("counts external_id in Unicode code points", () => {
+    const emoji = (n: number) => "\u{1F642}".repeat(n);
+    expect(parsePatchBody({ external_id: emoji(255) })).toEqual({ externalId: emoji(255) });
+    for (const externalId of [emoji(256), `${"x".repeat(255)}\u{1F642}`, ""])
+      expect(issues(refusal(() => parsePatchBody({ external_id: externalId })))).toEqual([
+        ["/external_id", "length"],
+      ]);
+  });
   it("refuses unknown and read-only members with pointers", () => {
     const e = refusal(() => parsePatchBody({ category: "battery", colour: "red", "a/b": 1, data: [] }));
     expect(e.code).toBe("validation_failed");

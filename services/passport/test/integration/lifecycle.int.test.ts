@@ -133,6 +133,23 @@ describe("UpdatePassport (merge patch)", () => {
     expect(data(got.passport!)).toEqual({ product_name: "A" });
   });
 
+  it("limits a patched external_id to 1..255 Unicode code points: 255 emoji are accepted, 256 refused", async () => {
+    const emoji = (n: number) => "\u{1F642}".repeat(n);
+    const t = testTenant();
+    const p = await h.create(t, { category: "textile", external_id: "SKU-1", data: { product_name: "A" } });
+    const u = await patch(t, p.id, { external_id: emoji(255) });
+    expect([u.externalId, u.version]).toEqual([emoji(255), 2]);
+    for (const externalId of [emoji(256), ""]) {
+      const err = await refusal(patch(t, p.id, { external_id: externalId }));
+      expect(err.code).toBe("validation_failed");
+      expect(err.details.issues).toEqual([
+        expect.objectContaining({ source: { pointer: "/external_id" }, rule: "length" }),
+      ]);
+    }
+    const got = await h.client.getPassport({ id: p.id }, { context: ctx(t) });
+    expect([got.passport!.externalId, got.passport!.version]).toEqual([emoji(255), 2]);
+  });
+
   it("checks Expected-Version: 412 with current_version; concurrent writers with the same version: one wins", async () => {
     const t = testTenant();
     const p = await h.create(t, { category: "textile", data: { product_name: "A" } });

@@ -309,6 +309,20 @@ describe("validation_failed", () => {
     expect(ok.externalId).toHaveLength(255);
   });
 
+  it("counts external_id in Unicode code points: 255 emoji are accepted, 256 refused", async () => {
+    // Each emoji is one code point and two UTF-16 units.
+    const emoji = (n: number) => "\u{1F642}".repeat(n);
+    const t = testTenant();
+    const ok = await h.create(t, { category: "textile", external_id: emoji(255) });
+    expect(ok.externalId).toBe(emoji(255));
+    expect([...ok.externalId!]).toHaveLength(255);
+    const mixed = await h.create(t, { category: "textile", external_id: `${"x".repeat(254)}\u{1F642}` });
+    expect(mixed.externalId).toBe(`${"x".repeat(254)}\u{1F642}`);
+    expect(await refused({ category: "textile", external_id: emoji(256) })).toEqual([
+      ["/external_id", "length"],
+    ]);
+  });
+
   it("lists every issue of the fields at once, in the order of the body's members", async () => {
     const issues = await refused({ category: "textile", external_id: "", data: { nope: 1, gtin: "123" } });
     expect(issues[0]).toEqual(["/external_id", "length"]);
