@@ -336,13 +336,7 @@ export async function migrateSchema(
   schema: string,
   migrations: Record<string, Migration>,
 ): Promise<string[]> {
-  try {
-    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
-  } catch (err) {
-    // Two processes creating the same schema at once: "if not exists" is not atomic
-    // and the loser gets a unique violation on pg_namespace. The schema exists; go on.
-    if (!isUniqueViolation(err)) throw err;
-  }
+  await createSchema(db, schema);
   const migrator = new Migrator({
     db: db.withSchema(schema),
     provider: { getMigrations: async () => migrations },
@@ -353,10 +347,23 @@ export async function migrateSchema(
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 
+/** Creates `schema` unless it exists. */
+async function createSchema(db: Kysely<any>, schema: string): Promise<void> {
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  } catch (err) {
+    // Two processes creating the same schema at once: "if not exists" is not atomic
+    // and the loser gets a unique violation on pg_namespace. The schema exists; go on.
+    if (!isUniqueViolation(err)) throw err;
+  }
+}
+
 /**
- * Applies a part of the kit's own migrations (its changes to a table a service made with a kit function, such as
- * the outbox) to `schema`, with their own migration table `table` in that schema, so that they never interleave
- * with the service's own migrations.
+ * Applies a part of the kit's own migrations (the tables the kit keeps for a service, such as the outbox, and its
+ * changes to them) to `schema`, created if need be, with their own migration table `table` in that schema, so
+ * that they never interleave with the service's own migrations. A migration whose name sorts before one already
+ * applied is applied too (a part's `0000_tables`, added after the changes that followed the tables' creation by
+ * the services).
  */
 export async function migrateKitPart(
   url: string,
@@ -366,12 +373,14 @@ export async function migrateKitPart(
 ): Promise<void> {
   const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate-kit`, max: 1 });
   try {
+    await createSchema(db, schema);
     const migrator = new Migrator({
       db: db.withSchema(schema),
       provider: { getMigrations: async () => migrations },
       migrationTableSchema: schema,
       migrationTableName: table,
       migrationLockTableName: `${table}_lock`,
+      allowUnorderedMigrations: true,
     });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;

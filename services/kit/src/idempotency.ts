@@ -82,10 +82,16 @@ export interface WithIdempotency {
   idempotency: IdempotencyTable;
 }
 
-/** Creates the idempotency table in the service's schema; called from a migration. */
+/**
+ * Creates the idempotency tables in the current schema as the kit now makes them (the records, the effects of
+ * `once`, and the functions of a keyed call's statements), leaving any that exist as they are. The service
+ * template's `migrate` runs it (idempotencyMigrations, `0000_tables`) for a service that declares `idempotency`;
+ * a service's own migration that still calls it, as services did before, does nothing more.
+ */
 export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("idempotency")
+    .ifNotExists()
     .addColumn("organization_id", "text", (c) => c.notNull())
     .addColumn("livemode", "boolean", (c) => c.notNull())
     .addColumn("caller_organization_id", "text", (c) => c.notNull())
@@ -103,8 +109,46 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
       "idempotency_key",
     ])
     .execute();
-  await sql`create index idempotency_created_idx on idempotency (created_at)`.execute(db);
+  await sql`create index if not exists idempotency_created_idx on idempotency (created_at)`.execute(db);
   await createIdempotencyFunctions(db);
+  await createEffectTable(db);
+}
+
+/**
+ * The results of the effects run by `once` (effects.ts), one row per key and effect name: claimed (committed
+ * before the effect runs, `claimed_until` the end of the claim's lease), then recorded (`result`). Kept as long as
+ * the key's records. If it does not exist yet.
+ */
+async function createEffectTable(db: Kysely<any>): Promise<void> {
+  await sql`
+    create table if not exists idempotency_effect (
+      organization_id text not null,
+      livemode boolean not null,
+      caller_organization_id text not null,
+      idempotency_key text not null,
+      name text not null,
+      fingerprint text not null,
+      method text not null,
+      request_id text not null,
+      runs integer not null default 1,
+      claimed_until timestamptz not null,
+      result bytea,
+      recorded_at timestamptz,
+      created_at timestamptz not null default now(),
+      constraint idempotency_effect_pk
+        primary key (organization_id, livemode, caller_organization_id, idempotency_key, name))`.execute(db);
+  await sql`create index if not exists idempotency_effect_created_idx on idempotency_effect (created_at)`.execute(
+    db,
+  );
+}
+
+/** Whether `table` exists in the current schema. */
+async function tableExists(db: Kysely<any>, table: string): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`
+    select exists (select from pg_tables where schemaname = current_schema() and tablename = ${table}) as found`.execute(
+    db,
+  );
+  return rows[0]?.found === true;
 }
 
 /**
@@ -176,11 +220,20 @@ async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
 }
 
 /**
- * The kit's own changes to an idempotency table made by an earlier createIdempotencyTable, applied by the service
- * template's `migrate` to every service that honours keys, with their own migration table
- * (kit_idempotency_migration). Each is a no-op where createIdempotencyTable made the change already.
+ * The kit's idempotency tables, applied by the service template's `migrate` to every service that declares
+ * `idempotency`, with their own migration table (kit_idempotency_migration), before the service's own migrations.
+ * `0000_tables` creates them where no table exists yet (a new service); where a service's migration made the
+ * records' table (services did, before the kit made it), it leaves it to the changes after it, each a no-op where
+ * createIdempotencyTable made the change already. Sorted by name, so `0000_tables` runs first in a new database;
+ * in one migrated before it existed it runs at the next `migrate`, and finds the table (migrateKitPart allows
+ * that order).
  */
 export const idempotencyMigrations: Record<string, Migration> = {
+  "0000_tables": {
+    async up(db) {
+      if (!(await tableExists(db, "idempotency"))) await createIdempotencyTable(db);
+    },
+  },
   "0001_functions": {
     async up(db) {
       // An early kit kept refusals as jsonb: the functions take and answer text.
@@ -196,9 +249,10 @@ export const idempotencyMigrations: Record<string, Migration> = {
   },
   "0002_claim": { up: createIdempotencyFunctions },
   "0003_claim_own_body": { up: createIdempotencyFunctions },
+  "0004_effects": { up: createEffectTable },
 };
 
-/** Applies idempotencyMigrations to the idempotency table in `schema` (which the service's migrations created). */
+/** Applies idempotencyMigrations to `schema`: creates the idempotency tables there, or brings them up to date. */
 export async function migrateIdempotency(url: string, schema: string): Promise<void> {
   await migrateKitPart(url, schema, "kit_idempotency_migration", idempotencyMigrations);
 }
@@ -750,14 +804,24 @@ function replayedError(e: RecordedError, requestId: string): ApiError {
   return err;
 }
 
-/** Deletes records past the retention window; returns how many. A leader job runs it (service.ts). */
+/**
+ * Deletes records past the retention window, and the effect results of `once` (effects.ts) with them; returns how
+ * many records. A leader job runs it (service.ts).
+ */
 export async function reapIdempotencyRecords(db: Kysely<any>, batch = 5_000): Promise<number> {
+  await reapExpired(db, "idempotency_effect", batch);
+  return reapExpired(db, "idempotency", batch);
+}
+
+/** Deletes the rows of `table` past the retention window, `batch` at a time; returns how many. */
+async function reapExpired(db: Kysely<any>, table: string, batch: number): Promise<number> {
+  const t = sql.table(table);
   let total = 0;
   for (;;) {
     const { rows } = await sql<{ n: number }>`
       with gone as (
-        delete from idempotency where ctid in (
-          select ctid from idempotency
+        delete from ${t} where ctid in (
+          select ctid from ${t}
           where created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})
           limit ${batch})
         returning 1)

@@ -17,8 +17,8 @@
  *   import { myService } from "./service";
  *   runService(myService());
  *
- * `<service> migrate` applies the service's migrations (and the bus tables) and
- * exits; `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
+ * `<service> migrate` applies the kit's tables the definition declares (outbox, idempotency),
+ * the service's migrations and the bus tables, and exits; `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
  * worker thread (the local stack), until its parent posts SHUTDOWN_MESSAGE.
  */
 import type * as grpc from "@grpc/grpc-js";
@@ -181,8 +181,9 @@ export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
 }
 
 /**
- * Applies the service's schema migrations and the bus tables' migrations, then
- * analyzes every table of both schemas that holds rows: a table that was just
+ * Creates or brings up to date the kit's tables the definition declares (the outbox, the idempotency tables), in
+ * the service's schema and before its own migrations, so that these may use them; applies the service's schema
+ * migrations and the bus tables' migrations; then analyzes every table of both schemas that holds rows: a table that was just
  * changed has no statistics until autovacuum gets to it, which it never does
  * where autovacuum is off, and the planner's guesses on such a table can pick a
  * plan that reads a whole tenant for one page. Cheap on small tables; on big
@@ -193,9 +194,9 @@ export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
   config: { DATABASE_URL: string; BUS_DATABASE_URL?: string | undefined },
 ): Promise<void> {
-  await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   if (def.outbox) await migrateOutbox(config.DATABASE_URL, def.schema);
   if (def.idempotency) await migrateIdempotency(config.DATABASE_URL, def.schema);
+  await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   const busUrl = config.BUS_DATABASE_URL ?? config.DATABASE_URL;
   await migrateBus(busUrl);
   await analyzeSchema(config.DATABASE_URL, def.schema);
