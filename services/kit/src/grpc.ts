@@ -386,6 +386,13 @@ export function addService<T extends GenServiceMethods>(
             cb(null, encodedAs.get(response) ?? response);
           })
           .catch(fail);
+      } else if (ctx.idempotency) {
+        // Keys fail closed: a service that does not declare idempotency cannot run a keyed call once per key.
+        logOf().error(
+          { service: desc.typeName, method: m.name },
+          "refused a call with an Idempotency-Key: this service does not declare idempotency",
+        );
+        fail(keyNotHonoured(desc.typeName, m.name));
       } else {
         run()
           .then((response) => cb(null, response))
@@ -396,10 +403,23 @@ export function addService<T extends GenServiceMethods>(
   server.addService(serviceDefinition(desc), handlers);
 }
 
+/**
+ * The refusal of a call that carries an Idempotency-Key to a service that does not declare idempotency: run
+ * unguarded, a retry under the key would run it again. Nothing runs, nothing is recorded.
+ */
+function keyNotHonoured(service: string, method: string): ApiError {
+  return new ApiError(
+    "configuration_error",
+    `${service}/${method} does not honour Idempotency-Keys (its service does not declare idempotency); nothing was done.`,
+    { reason: "idempotency_not_declared", service, method },
+  );
+}
+
 export interface AddServiceOptions {
   /**
    * Calls whose context carries an Idempotency-Key run once per key, their result recorded in the same
-   * transaction as their writes (idempotency.ts), on this database (the service's own schema).
+   * transaction as their writes (idempotency.ts), on this database (the service's own schema). Without it, such
+   * calls are refused (`keyNotHonoured`).
    */
   idempotency?: { db: Kysely<any>; onCommitted?: () => void; openWithWork?: boolean };
 }
