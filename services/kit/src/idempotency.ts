@@ -15,7 +15,7 @@
  *      the call's context joins this transaction, so its writes and its outbox events commit with the record or
  *      not at all;
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
- *      refusal (an ApiError other than resource_busy); then the transaction commits. The read of step 1
+ *      refusal (a 4xx ApiError other than resource_busy); then the transaction commits. The read of step 1
  *      may have missed a record that the previous holder of the lock committed just before: the upsert
  *      then finds it live, leaves it and fails, the work is rolled back, and that record is answered as
  *      in step 1.
@@ -36,8 +36,9 @@
  * work (and one before each later store transaction), so that a refusal is rolled back alone and
  * recorded under the key's lock, and work that catches a failed store transaction goes on without it
  * (decision 0023).
- * A failure that is not an ApiError (a bug, a lost database) rolls everything back and records nothing:
- * the same key may run again.
+ * A failure that is not an ApiError (a bug, a lost database), or a 5xx ApiError (a service this one called was
+ * out of reach, a deadline: nothing was applied, decision 0044), rolls everything back and records nothing: the
+ * same key may run again (docs/decisions/0050-keyed-calls-fail-closed-and-effects-once.md).
  *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
@@ -729,7 +730,8 @@ async function attempt<R>(
         // A wait ended by the deadline ends the call: another attempt would only wait again.
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
-        if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
+        // A 5xx applied nothing (decision 0044): it is not the request's answer, and the same key may run again.
+        if (!(err instanceof ApiError) || err.code === "resource_busy" || err.status >= 500) throw err;
         refusal = err;
       } finally {
         ambients.delete(t);

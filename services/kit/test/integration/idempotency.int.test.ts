@@ -216,6 +216,32 @@ describe("runIdempotent", () => {
     expect(runs).toBe(1);
   });
 
+  it("records no 5xx refusal (nothing was applied, decision 0044): its writes are rolled back and the key runs again", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async (): Promise<string> => {
+      runs++;
+      await insertItem(ctx, `${ctx.requestId}-${runs}`);
+      // What a call to another service answers when it is out of reach.
+      if (runs === 1)
+        throw new ApiError(
+          "internal_error",
+          "Unavailable.",
+          { reason: "upstream_unavailable" },
+          { "Retry-After": "1" },
+        );
+      return "done";
+    };
+    await expect(call(ctx, work)).rejects.toMatchObject({
+      code: "internal_error",
+      details: { reason: "upstream_unavailable" },
+    });
+    expect(await items(ctx.requestId)).toEqual([]);
+    expect(await call(ctx, work)).toEqual({ response: "done", replayed: false });
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-2`]);
+    expect(runs).toBe(2);
+  });
+
   it("runs a single-statement write on the pool outside a call: committed when it returns", async () => {
     const name = `alone-${randomBytes(4).toString("hex")}`;
     await insertItemAlone(null, name);
