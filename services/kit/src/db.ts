@@ -57,8 +57,16 @@ export function createPool(o: DbOptions): pg.Pool {
   return pool;
 }
 
+interface Owned {
+  pool: pg.Pool;
+  prepared: PreparedStatements;
+  options: DbOptions;
+  /** The pool of `queryAside`, made at its first use. */
+  aside?: pg.Pool;
+}
+
 /** The pool and prepared statements of each database made by `createDb`, for `withConnection` and `queryOnPool`. */
-const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatements }>();
+const owned = new WeakMap<Kysely<any>, Owned>();
 
 /**
  * A Kysely instance bound to one service schema. DB describes that schema only. Its queries with values run as
@@ -67,13 +75,41 @@ const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatem
 export function createDb<DB>(o: DbOptions): Kysely<DB> {
   const pool = createPool(o);
   const prepared = new PreparedStatements(o.preparedStatements ?? PREPARED_STATEMENTS_DEFAULT);
+  const own: Owned = { pool, prepared, options: o };
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({
-      pool: { connect: async () => prepared.client(await pool.connect()), end: () => pool.end() },
+      pool: {
+        connect: async () => prepared.client(await pool.connect()),
+        end: async () => {
+          await pool.end();
+          await own.aside?.end();
+        },
+      },
     }),
   });
-  owned.set(db, { pool, prepared });
+  owned.set(db, own);
   return db;
+}
+
+/** Connections of the pool of `queryAside`, per database. */
+export const ASIDE_POOL_MAX = 2;
+
+/**
+ * Runs one statement, committed by itself, on a connection that is never one of db's pool (db made by
+ * `createDb`): a small pool of its own (ASIDE_POOL_MAX connections, made at the first use), whose connections are
+ * held for one statement each. So work that holds a connection of db's pool, a keyed call's transaction, can
+ * commit a statement of its own (`once`, effects.ts) without waiting for a second connection of that pool, which
+ * calls like it may all be holding.
+ */
+export async function queryAside<R extends pg.QueryResultRow>(
+  db: Kysely<any>,
+  text: string,
+  values: readonly unknown[],
+): Promise<pg.QueryResult<R>> {
+  const own = owned.get(db);
+  if (!own) throw new Error("queryAside needs a database made by createDb");
+  own.aside ??= createPool({ ...own.options, max: ASIDE_POOL_MAX });
+  return own.aside.query<R>(text, values as unknown[]);
 }
 
 /**

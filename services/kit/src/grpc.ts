@@ -24,6 +24,7 @@ import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { Kysely } from "kysely";
 import { requireTenant, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
+import { failureAfterEffects } from "./effects";
 import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
@@ -354,7 +355,8 @@ export function addService<T extends GenServiceMethods>(
       // A handler may throw synchronously: the async function turns it into a refusal like any other.
       const run = async () =>
         create(m.output, (await fn(call.request, callContext)) as MessageInitShape<DescMessage>);
-      const fail = (err: unknown) => cb(toServiceError(err, logOf()), null);
+      // A 5xx after an effect of `once` ran is not "nothing was applied" (effects.ts).
+      const fail = (err: unknown) => cb(toServiceError(failureAfterEffects(ctx, err, logOf), logOf()), null);
       if (idem && ctx.idempotency) {
         runIdempotent(
           {

@@ -15,10 +15,10 @@
  *      the call's context joins this transaction, so its writes and its outbox events commit with the record or
  *      not at all;
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
- *      refusal (a 4xx ApiError other than resource_busy); then the transaction commits. The read of step 1
- *      may have missed a record that the previous holder of the lock committed just before: the upsert
- *      then finds it live, leaves it and fails, the work is rolled back, and that record is answered as
- *      in step 1.
+ *      refusal (a 4xx ApiError other than resource_busy and idempotency_conflict); then the transaction
+ *      commits. The read of step 1 may have missed a record that the previous holder of the lock committed
+ *      just before: the upsert then finds it live, leaves it and fails, the work is rolled back, and that
+ *      record is answered as in step 1.
  * The kit's own statements travel in two messages of several statements, one round trip each (decision
  * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. Steps 1 and 3
  * are two functions of the service's schema (decision 0036), so Postgres keeps their plans, and each call of
@@ -40,6 +40,14 @@
  * out of reach, a deadline: nothing was applied, decision 0044), rolls everything back and records nothing: the
  * same key may run again (docs/decisions/0050-keyed-calls-fail-closed-and-effects-once.md).
  *
+ * The work may run more than once before one result commits (a second attempt, a claim that found the key busy).
+ * What must happen once per key outside this database (a call to another service, an upload, a filing) goes
+ * through `once` (effects.ts), whose results are kept in this module's second table, `idempotency_effect`.
+ * The rules a keyed handler follows: docs/writes-under-a-key.md.
+ *
+ * Both tables are the kit's: the service template's `migrate` creates them for a service that declares
+ * `idempotency` (idempotencyMigrations); a service's own migrations never do.
+ *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
@@ -47,6 +55,7 @@ import type { PoolClient, QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
 import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
+import { ambients, type Ambient } from "./keyed-work";
 import {
   DeadlineExceeded,
   assertBeforeDeadline,
@@ -263,34 +272,6 @@ export async function migrateIdempotency(url: string, schema: string): Promise<v
 /** The savepoint a second attempt's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
 const WORK_SAVEPOINT_NAME = "idempotent_work";
 const WORK_SAVEPOINT = sql.raw(WORK_SAVEPOINT_NAME);
-
-interface Ambient {
-  /** The call's connection, in its transaction. */
-  trx: Kysely<any>;
-  /**
-   * The second attempt (decision 0028): store transactions are protected by savepoints. In the first attempt none
-   * is sent, and a failed store transaction marks the attempt `broken` instead.
-   */
-  savepoints: boolean;
-  depth: { n: number };
-  /**
-   * Nothing was written since the work savepoint (second attempt): the next store transaction needs no savepoint
-   * of its own (rolling back to the work savepoint is the same), so the usual call, one store transaction, costs no
-   * savepoint round trip beyond the work's.
-   */
-  clean: boolean;
-  /** A store transaction ran: the call's transaction may hold writes of the work. */
-  wrote: boolean;
-  /** A store transaction failed with no savepoint to roll back to: this attempt cannot commit. */
-  broken: boolean;
-}
-
-/**
- * The transaction of each keyed call whose work runs, by the call's context object (the `ctx` the handler was
- * given, which the work passes to its store transactions). Not an AsyncLocalStorage: its async hooks would make
- * every promise of the process pay, keyed or not (decision 0037).
- */
-const ambients = new WeakMap<RequestContext, Ambient>();
 
 /** What a store transaction is opened for: the call's context, or null outside any call (a job). */
 export type CallScope = RequestContext | null;
@@ -719,7 +700,16 @@ async function attempt<R>(
         const answered = await opening();
         if (answered) return answered;
       }
-      const amb: Ambient = { trx, savepoints, depth: { n: 0 }, clean: true, wrote: false, broken: false };
+      const amb: Ambient = {
+        trx,
+        savepoints,
+        depth: { n: 0 },
+        clean: true,
+        wrote: false,
+        broken: false,
+        call: o,
+        lead,
+      };
       let response: R | undefined;
       let refusal: ApiError | undefined;
       ambients.set(t, amb);
@@ -731,7 +721,8 @@ async function attempt<R>(
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
         // A 5xx applied nothing (decision 0044): it is not the request's answer, and the same key may run again.
-        if (!(err instanceof ApiError) || err.code === "resource_busy" || err.status >= 500) throw err;
+        // A conflict of `once` (effects.ts) is the key's answer to another request, not this request's either.
+        if (!(err instanceof ApiError) || err.status >= 500 || UNRECORDED.has(err.code)) throw err;
         refusal = err;
       } finally {
         ambients.delete(t);
@@ -797,6 +788,9 @@ function resultOf(res: QueryResult | QueryResult[], command: string): QueryResul
   if (!found) throw new Error(`no ${command} in the answer to a message`);
   return found;
 }
+
+/** Refusals that are never recorded as a keyed call's answer (see `attempt`). */
+const UNRECORDED: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["resource_busy", "idempotency_conflict"]);
 
 /** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */
 function replayedError(e: RecordedError, requestId: string): ApiError {

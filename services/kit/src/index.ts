@@ -18,3 +18,6 @@ export * from "./jobs";
 export * from "./service";
 export * from "./idempotency";
 export * from "./deadline";
+
+// Keyed calls: effects run once per Idempotency-Key (docs/writes-under-a-key.md).
+export { once, EFFECT_LEASE_MS_DEFAULT, type EffectRun, type OnceOptions } from "./effects";

@@ -138,14 +138,20 @@ export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
   env: Env;
   /** A gRPC service: GRPC_ADDR defaults to 0.0.0.0:<grpcPort>, with the health service. */
   grpcPort?: number;
-  /** The service writes domain events to its outbox: the template runs the relay. */
+  /**
+   * The service writes domain events to its outbox: the template creates the `outbox` table in its schema (its
+   * `migrate`, before the service's own migrations) and runs the relay.
+   */
   outbox?: boolean;
   /**
    * The service honours Idempotency-Keys: a call whose context carries one runs once per key, its result
-   * recorded in the same transaction as its writes (idempotency.ts; its migrations create the table with
-   * createIdempotencyTable). The template also reaps expired records. `{ openWithWork: true }`: the key's lock
-   * and check travel with the work's first statement, a round trip less per call, for a service whose handlers
-   * do nothing outside its database before their first statement (IdempotentCallOptions.openWithWork).
+   * recorded in the same transaction as its writes (idempotency.ts), and what must happen once per key outside
+   * the database goes through `once` (effects.ts; docs/writes-under-a-key.md). The template creates the tables
+   * (its `migrate`, before the service's own migrations) and reaps expired records. A service that does not
+   * declare it refuses every call that carries an Idempotency-Key (configuration_error), never running it
+   * unguarded. `{ openWithWork: true }`: the key's lock and check travel with the work's first statement, a round
+   * trip less per call, for a service whose handlers do nothing outside its database before their first statement
+   * (IdempotentCallOptions.openWithWork).
    */
   idempotency?: boolean | { openWithWork: boolean };
   /** Cross-field rules of the service's own variables. */
