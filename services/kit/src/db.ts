@@ -348,6 +348,11 @@ export class LeadingStatements {
     return this.wasSent;
   }
 
+  /** Whether statements wait for the next query (set, neither taken nor withdrawn yet). */
+  get waiting(): boolean {
+    return this.text !== undefined;
+  }
+
   /** The statements waiting for a query, taken to be sent with it; undefined: none. */
   take(): string | undefined {
     const text = this.withdraw();

@@ -25,6 +25,7 @@ import type { Kysely } from "kysely";
 import { requireTenant, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
 import { failureAfterEffects } from "./effects";
+import { checkClientCall, keyedCallChecks } from "./keyed-work";
 import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
@@ -527,6 +528,8 @@ export function createClient<T extends GenServiceMethods>(
     const method = `/${desc.typeName}/${m.name}`;
     out[m.localName] = (req: unknown, o: CallOptions) =>
       new Promise((resolve, reject) => {
+        // Tests only (keyed-work.ts): a call made by a keyed call's work before its key is claimed fails it.
+        if (keyedCallChecks.flow !== undefined) checkClientCall(`${audience}${method}`);
         // The service's work deadline, and the grace in which its answer (or its last commit) reaches us.
         const work = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
         const deadline = work + DEADLINE_GRACE_MS;

@@ -55,7 +55,14 @@ import type { PoolClient, QueryResult } from "pg";
 import { ApiError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
 import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
-import { ambients, type Ambient } from "./keyed-work";
+import {
+  ambients,
+  checkWriteOutside,
+  keyedCallBreach,
+  keyedCallChecks,
+  runChecked,
+  type Ambient,
+} from "./keyed-work";
 import {
   DeadlineExceeded,
   assertBeforeDeadline,
@@ -367,10 +374,15 @@ function timeoutStatements(at: number | undefined): string | false {
   );
 }
 
-/** fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. */
+/**
+ * fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. With the keyed-call
+ * checks on (tests: keyed-work.ts), `alone` while a keyed call's work runs in this flow fails that call.
+ */
 function joinedOr<Q, T>(call: CallScope, fn: (q: Q) => Promise<T>, alone: () => Promise<T>): Promise<T> {
   const outer = call ? ambients.get(call) : undefined;
-  return outer ? joined(outer, () => fn(outer.trx as Q)) : alone();
+  if (outer) return joined(outer, () => fn(outer.trx as Q));
+  if (keyedCallChecks.flow !== undefined) checkWriteOutside(call);
+  return alone();
 }
 
 /**
@@ -713,9 +725,12 @@ async function attempt<R>(
       let response: R | undefined;
       let refusal: ApiError | undefined;
       ambients.set(t, amb);
+      // With the keyed-call checks (tests only, keyed-work.ts), a breach of the contract fails the call first.
+      const checked = keyedCallChecks.flow !== undefined;
       try {
-        response = await work();
+        response = await (checked ? runChecked(amb, work) : work());
       } catch (err) {
+        if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
         if (unclaimed()) throw new RolledBack("open_first");
         // A wait ended by the deadline ends the call: another attempt would only wait again.
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
@@ -727,6 +742,7 @@ async function attempt<R>(
       } finally {
         ambients.delete(t);
       }
+      if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
       if (withWork) {
         if (unclaimed()) throw new RolledBack("open_first");
         if (lead.withdraw() !== undefined) {

@@ -34,6 +34,7 @@ import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "./bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
+import { enableKeyedCallChecks } from "./keyed-work";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
@@ -94,6 +95,12 @@ export const commonServiceEnv = {
    */
   INTERNAL_AUTH_TRUSTED_KEYS: internalAuthServiceEnv.INTERNAL_AUTH_TRUSTED_KEYS.optional(),
   INTERNAL_AUTH_PRIVATE_KEY: internalAuthCallerEnv.INTERNAL_AUTH_PRIVATE_KEY.optional(),
+  /**
+   * 1: the checks of the keyed-call contract run (keyed-work.ts): a keyed call whose work writes outside its
+   * transaction, or calls another service before its key is claimed, fails. For tests (the e2e harness sets it):
+   * the checks make every promise of the process pay for async hooks.
+   */
+  KIT_TEST_CHECKS: z.enum(["0", "1"]).default("0"),
 };
 
 export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
@@ -238,6 +245,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       }
     }
   };
+  if (config.KIT_TEST_CHECKS === "1") enableKeyedCallChecks();
   try {
     // The trust check is decided before anything starts: a gRPC service without trusted callers refuses to run.
     let verifier: ContextVerifier | undefined;

@@ -1,7 +1,10 @@
 /**
- * The keyed-call contract enforced by the kit:
+ * The keyed-call contract enforced by the kit (docs/writes-under-a-key.md):
  *  - keys fail closed: a call that carries an Idempotency-Key to a service that does not declare idempotency is
- *    refused, logged, and never runs.
+ *    refused, logged, and never runs;
+ *  - with the checks on (startServiceUnderTest turns them on; KIT_TEST_CHECKS=1 elsewhere), a keyed call whose work
+ *    writes outside its transaction, or calls another service before its key is claimed (openWithWork), fails and
+ *    records nothing under its key.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
@@ -10,6 +13,7 @@ import { sql, type Migration } from "kysely";
 import { ApiError } from "@dpp/contract";
 import { eventsV1, passportV1 } from "@dpp/proto";
 import type { RequestContext } from "../../src/context";
+import { once } from "../../src/effects";
 import { addService, createClient, type CallContext, type ClientOf, type ImplOf } from "../../src/grpc";
 import { singleStatement, transaction } from "../../src/idempotency";
 import { createContextSigner, createContextVerifier, generateInternalKeyPair } from "../../src/internal-auth";
@@ -95,6 +99,10 @@ function impl(rt: ServiceRuntime<Record<string, never>, any>): ImplOf<typeof pas
         case "write-first":
           await own(call, how);
           await callOther(call);
+          break;
+        case "call-in-once":
+          await once(call, "other", () => callOther(call));
+          await own(call, how);
           break;
         default:
           throw new ApiError("invalid_request");
@@ -189,6 +197,13 @@ const itemsOf = async (h: Handle, requestKey: string) =>
     (r) => r.how,
   );
 
+const recordsOf = async (h: Handle, key: string) =>
+  (
+    await sql<{
+      n: number;
+    }>`select count(*)::int as n from idempotency where idempotency_key = ${key}`.execute(h.db)
+  ).rows[0]!.n;
+
 // --- keys fail closed -----------------------------------------------------------------------------------------
 
 describe("a call with an Idempotency-Key to a service that does not declare idempotency", () => {
@@ -271,5 +286,78 @@ describe("a call with an Idempotency-Key to a service that does not declare idem
         msg: expect.stringContaining("does not declare idempotency"),
       }),
     );
+  });
+});
+
+// --- the checks of the contract -------------------------------------------------------------------------------
+
+describe("with the keyed-call checks on", () => {
+  it.each(["null", "copy", "single-null", "caught"])(
+    "fails a keyed call whose work opens a store transaction outside the call's (%s), and records nothing",
+    async (how) => {
+      const h = handles.checked!;
+      const key = newKey();
+      for (let i = 0; i < 2; i++) {
+        const refused = await send(h, how, key);
+        expect(refused).toMatchObject({
+          code: "configuration_error",
+          details: { reason: "keyed_call_contract", rule: "write_outside_keyed_transaction" },
+        });
+      }
+      expect(await itemsOf(h, key)).toEqual([]);
+      expect(await recordsOf(h, key)).toBe(0);
+    },
+  );
+
+  it("leaves a keyed call alone whose writes join its transaction, and a call without a key that writes on its own", async () => {
+    const h = handles.checked!;
+    const key = newKey();
+    expect(await send(h, "own", key)).toEqual({ id: "pp_own" });
+    expect(await itemsOf(h, key)).toEqual(["own"]);
+    const ctx = context();
+    const client = h.client(passportV1.PassportService);
+    try {
+      await client.createPassport({ category: "null", dataJson: "" }, { context: ctx });
+    } finally {
+      client.close();
+    }
+    expect(await itemsOf(h, ctx.requestId)).toEqual(["null"]);
+  });
+
+  it.each(["call-first", "call-caught"])(
+    "fails a keyed call under openWithWork that calls another service before its first statement (%s)",
+    async (how) => {
+      const h = handles.withWork!;
+      const key = newKey();
+      const before = otherCalls;
+      const refused = await send(h, how, key);
+      expect(refused).toMatchObject({
+        code: "configuration_error",
+        details: { reason: "keyed_call_contract", rule: "client_call_before_claim" },
+      });
+      expect(otherCalls).toBe(before);
+      expect(await itemsOf(h, key)).toEqual([]);
+      expect(await recordsOf(h, key)).toBe(0);
+    },
+  );
+
+  it.each(["write-first", "call-in-once"])(
+    "leaves a keyed call under openWithWork alone that calls another service once its key is claimed (%s)",
+    async (how) => {
+      const h = handles.withWork!;
+      const key = newKey();
+      const before = otherCalls;
+      expect(await send(h, how, key)).toEqual({ id: `pp_${how}` });
+      expect(otherCalls).toBe(before + 1);
+      expect(await itemsOf(h, key)).toEqual([how]);
+      expect(await recordsOf(h, key)).toBe(1);
+    },
+  );
+
+  it("leaves a call that opens its key before the work alone when it calls another service first", async () => {
+    const h = handles.checked!;
+    const key = newKey();
+    expect(await send(h, "call-first", key)).toEqual({ id: "pp_call-first" });
+    expect(await itemsOf(h, key)).toEqual(["call-first"]);
   });
 });
