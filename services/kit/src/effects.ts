@@ -44,7 +44,7 @@ import { sql } from "kysely";
 import { ApiError } from "@dpp/contract";
 import type { RequestContext } from "./context";
 import { queryAside } from "./db";
-import { DeadlineExceeded } from "./deadline";
+import { DeadlineExceeded, outcomeUnknown } from "./deadline";
 import type { CallContext } from "./grpc";
 import { BUSY_RETRY_AFTER_S, IDEMPOTENCY_RETENTION_HOURS } from "./idempotency";
 import { ambients } from "./keyed-work";
@@ -180,7 +180,7 @@ export async function once<T>(
  * The answer to give for a failed call: a 5xx of a call in which an effect ran (or may have) becomes
  * outcome_unknown, to be retried under the SAME Idempotency-Key, which answers the recorded effect instead of
  * running it again; a new key would (decision 0044 says that a 5xx applied nothing). The failure is logged.
- * Any other failure is answered as it is.
+ * Any other failure, and a configuration_error, is answered as it is.
  */
 export function failureAfterEffects(ctx: RequestContext, err: unknown, log: () => Logger): unknown {
   if (!affected.has(ctx)) return err;
@@ -189,6 +189,8 @@ export function failureAfterEffects(ctx: RequestContext, err: unknown, log: () =
     { err },
     "a call failed after an effect outside the database ran or may have run; answered outcome_unknown",
   );
+  // Without a key there is nothing to retry under: the caller checks before sending it again (outcomeUnknown).
+  if (!ctx.idempotency) return outcomeUnknown();
   return new ApiError(
     "internal_error",
     "The request did not finish, and a step of it outside this service's database may have been applied. Retry " +

@@ -118,7 +118,8 @@ const MIGRATIONS: Record<string, Migration> = {
  *    work runs again in a second attempt (decision 0028), which records the refusal;
  *  - "caught-failure": the effect, a store transaction that fails and is caught, then one write: the second
  *    attempt again;
- *  - "slow-first": as "effect", but the remote system holds back its first answer for 3 s.
+ *  - "slow-first": as "effect", but the remote system holds back its first answer for 3 s;
+ *  - "fail-first": as "effect", but the work's first run fails after its write (a failure that is not a refusal).
  */
 function impl(rt: ServiceRuntime<Record<string, never>, any>): ImplOf<typeof passportV1.PassportService> {
   const unimplemented = Object.fromEntries(
@@ -163,6 +164,8 @@ function impl(rt: ServiceRuntime<Record<string, never>, any>): ImplOf<typeof pas
           trx.insertInto("taken").values({ name: "taken" }).execute(),
         ).catch(() => undefined);
       await write(call, req.externalId ?? "", effect.ref);
+      if (req.category === "fail-first" && workRuns.get(key) === 1)
+        throw new Error("the work failed after the effect");
       if (req.category === "refuse-after-write")
         throw new ApiError("already_exists", "Refused after the effect and a write.", { ref: effect.ref });
       return { passport: { id: effect.ref, externalId: String(effect.run) } };
@@ -225,7 +228,7 @@ function keyed(key: string, category: string, externalId: string): RequestContex
 
 type Answer = { ok: true; ref: string; run: string; replayed: boolean } | { ok: false; err: ApiError };
 
-/** One call of CreatePassport under `key`, from a client of its own (its own connection). */
+/** One call of CreatePassport under `key` (none: ""), from a client of its own (its own connection). */
 async function send(
   h: Handle,
   key: string,
@@ -235,6 +238,7 @@ async function send(
 ): Promise<Answer> {
   const client = h.client(passportV1.PassportService, { deadlineMs });
   const context = keyed(key, category, externalId);
+  if (key === "") delete context.idempotency;
   try {
     const res = await client.createPassport({ category, externalId, dataJson: "" }, { context });
     return {
@@ -419,6 +423,22 @@ describe.each([
     expect(await items(h(), key)).toEqual([{ name: "a", ref: r.ref }]);
   });
 
+  it("answers a failure after the effect outcome_unknown, and the retry under the same key finishes without running the effect again", async () => {
+    const key = newKey();
+    const failed = await send(h(), key, "fail-first");
+    expect(failed).toMatchObject({
+      ok: false,
+      err: { code: "internal_error", details: { reason: "outcome_unknown" } },
+    });
+    expect((failed as { err: ApiError }).err.message).toContain("SAME Idempotency-Key");
+    expect(await items(h(), key)).toEqual([]);
+    const done = await send(h(), key, "fail-first");
+    const r = remoteOf(key);
+    expect(done).toMatchObject({ ok: true, ref: r.ref, run: "1" });
+    expect(r.received).toHaveLength(1);
+    expect(await items(h(), key)).toEqual([{ name: "a", ref: r.ref }]);
+  });
+
   it("refuses the key for another request when its effect ran for the first one, and records nothing for it", async () => {
     const key = newKey();
     await sql`insert into unrecordable values (${key})`.execute(h().db);
@@ -431,5 +451,15 @@ describe.each([
     // The first request, retried, still finishes (the conflict was not recorded under the key).
     const done = await sendUntilNotBusy(h(), key, "effect", "a");
     expect(done).toMatchObject({ ok: true, run: "2" });
+  });
+});
+
+describe("once() in a call without an Idempotency-Key", () => {
+  it("runs the effect with the call, with an effect key of the call's own", async () => {
+    const h = handles.openFirst!;
+    const a = await send(h, "");
+    const b = await send(h, "");
+    expect(a.ok && b.ok && a.ref !== b.ref).toBe(true);
+    expect(remote.keysOf("")).toHaveLength(2);
   });
 });
