@@ -100,7 +100,7 @@ export const commonServiceEnv = {
    * transaction, or calls another service before its key is claimed, fails. For tests (the e2e harness sets it):
    * the checks make every promise of the process pay for async hooks.
    */
-  KIT_TEST_CHECKS: z.enum(["0", "1"]).default("0"),
+  KIT_TEST_CHECKS: z.enum(["0", "1"]).optional(),
 };
 
 export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
