@@ -17,8 +17,9 @@
  *   import { myService } from "./service";
  *   runService(myService());
  *
- * `<service> migrate` applies the kit's tables the definition declares (outbox, idempotency),
- * the service's migrations and the bus tables, and exits; `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
+ * `<service> migrate` applies the kit's tables the definition declares (outbox,
+ * idempotency), the service's migrations and the bus tables, and exits;
+ * `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
  * worker thread (the local stack), until its parent posts SHUTDOWN_MESSAGE.
  */
 import type * as grpc from "@grpc/grpc-js";
@@ -196,8 +197,8 @@ export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
 /**
  * Creates or brings up to date the kit's tables the definition declares (the outbox, the idempotency tables), in
  * the service's schema and before its own migrations, so that these may use them; applies the service's schema
- * migrations and the bus tables' migrations; then analyzes every table of both schemas that holds rows: a table that was just
- * changed has no statistics until autovacuum gets to it, which it never does
+ * migrations and the bus tables' migrations; then analyzes every table of both schemas that holds rows: a table
+ * that was just changed has no statistics until autovacuum gets to it, which it never does
  * where autovacuum is off, and the planner's guesses on such a table can pick a
  * plan that reads a whole tenant for one page. Cheap on small tables; on big
  * ones ANALYZE reads a sample, not the table. An empty table is left unanalyzed
