@@ -68,8 +68,10 @@ export interface HarnessOptions {
 /**
  * Every test sends its requests from 127.0.0.1, so the budget of failed authentications per client address
  * (60 per minute in production) is raised unless the test sets it: suites that probe refusals would exhaust it.
+ * The kit's checks of the keyed-call contract are on (KIT_TEST_CHECKS, docs/writes-under-a-key.md): a keyed call
+ * whose work breaks it fails.
  */
-const HARNESS_ENV = { RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: "100000" };
+const HARNESS_ENV = { RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: "100000", KIT_TEST_CHECKS: "1" };
 
 export async function startHarness(label: string, o: HarnessOptions = {}): Promise<Harness> {
   const db = await createTestDatabase(label);

@@ -309,9 +309,11 @@ export function ${n.camel}Rpc(
 `;
 
 const migration = (n) => `import { sql, type Kysely } from "kysely";
-import { createIdempotencyTable, createOutboxTable } from "@dpp/kit";
 
-/** The ${n.one} table, and the kit's tables: keyed writes' results (idempotency) and events (outbox). */
+/**
+ * The ${n.one} table. The kit's tables (keyed writes' results, events) are made by the template's migrate from the
+ * definition's \`idempotency\` and \`outbox\`.
+ */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("${n.one}")
@@ -326,8 +328,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on("${n.one}")
     .columns(["organization_id", "livemode", "id desc"])
     .execute();
-  await createIdempotencyTable(db);
-  await createOutboxTable(db);
 }
 `;
 

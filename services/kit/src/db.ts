@@ -57,8 +57,16 @@ export function createPool(o: DbOptions): pg.Pool {
   return pool;
 }
 
+interface Owned {
+  pool: pg.Pool;
+  prepared: PreparedStatements;
+  options: DbOptions;
+  /** The pool of `queryAside`, made at its first use. */
+  aside?: pg.Pool;
+}
+
 /** The pool and prepared statements of each database made by `createDb`, for `withConnection` and `queryOnPool`. */
-const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatements }>();
+const owned = new WeakMap<Kysely<any>, Owned>();
 
 /**
  * A Kysely instance bound to one service schema. DB describes that schema only. Its queries with values run as
@@ -67,13 +75,41 @@ const owned = new WeakMap<Kysely<any>, { pool: pg.Pool; prepared: PreparedStatem
 export function createDb<DB>(o: DbOptions): Kysely<DB> {
   const pool = createPool(o);
   const prepared = new PreparedStatements(o.preparedStatements ?? PREPARED_STATEMENTS_DEFAULT);
+  const own: Owned = { pool, prepared, options: o };
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({
-      pool: { connect: async () => prepared.client(await pool.connect()), end: () => pool.end() },
+      pool: {
+        connect: async () => prepared.client(await pool.connect()),
+        end: async () => {
+          await pool.end();
+          await own.aside?.end();
+        },
+      },
     }),
   });
-  owned.set(db, { pool, prepared });
+  owned.set(db, own);
   return db;
+}
+
+/** Connections of the pool of `queryAside`, per database. */
+export const ASIDE_POOL_MAX = 2;
+
+/**
+ * Runs one statement, committed by itself, on a connection that is never one of db's pool (db made by
+ * `createDb`): a small pool of its own (ASIDE_POOL_MAX connections, made at the first use), whose connections are
+ * held for one statement each. So work that holds a connection of db's pool, a keyed call's transaction, can
+ * commit a statement of its own (`once`, effects.ts) without waiting for a second connection of that pool, which
+ * calls like it may all be holding.
+ */
+export async function queryAside<R extends pg.QueryResultRow>(
+  db: Kysely<any>,
+  text: string,
+  values: readonly unknown[],
+): Promise<pg.QueryResult<R>> {
+  const own = owned.get(db);
+  if (!own) throw new Error("queryAside needs a database made by createDb");
+  own.aside ??= createPool({ ...own.options, max: ASIDE_POOL_MAX });
+  return own.aside.query<R>(text, values as unknown[]);
 }
 
 /**
@@ -312,6 +348,11 @@ export class LeadingStatements {
     return this.wasSent;
   }
 
+  /** Whether statements wait for the next query (set, neither taken nor withdrawn yet). */
+  get waiting(): boolean {
+    return this.text !== undefined;
+  }
+
   /** The statements waiting for a query, taken to be sent with it; undefined: none. */
   take(): string | undefined {
     const text = this.withdraw();
@@ -336,13 +377,7 @@ export async function migrateSchema(
   schema: string,
   migrations: Record<string, Migration>,
 ): Promise<string[]> {
-  try {
-    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
-  } catch (err) {
-    // Two processes creating the same schema at once: "if not exists" is not atomic
-    // and the loser gets a unique violation on pg_namespace. The schema exists; go on.
-    if (!isUniqueViolation(err)) throw err;
-  }
+  await createSchema(db, schema);
   const migrator = new Migrator({
     db: db.withSchema(schema),
     provider: { getMigrations: async () => migrations },
@@ -353,10 +388,23 @@ export async function migrateSchema(
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 
+/** Creates `schema` unless it exists. */
+async function createSchema(db: Kysely<any>, schema: string): Promise<void> {
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  } catch (err) {
+    // Two processes creating the same schema at once: "if not exists" is not atomic
+    // and the loser gets a unique violation on pg_namespace. The schema exists; go on.
+    if (!isUniqueViolation(err)) throw err;
+  }
+}
+
 /**
- * Applies a part of the kit's own migrations (its changes to a table a service made with a kit function, such as
- * the outbox) to `schema`, with their own migration table `table` in that schema, so that they never interleave
- * with the service's own migrations.
+ * Applies a part of the kit's own migrations (the tables the kit keeps for a service, such as the outbox, and its
+ * changes to them) to `schema`, created if need be, with their own migration table `table` in that schema, so
+ * that they never interleave with the service's own migrations. A migration whose name sorts before one already
+ * applied is applied too (a part's `0000_tables`, added after the changes that followed the tables' creation by
+ * the services).
  */
 export async function migrateKitPart(
   url: string,
@@ -366,12 +414,14 @@ export async function migrateKitPart(
 ): Promise<void> {
   const db = createDb<unknown>({ url, schema, applicationName: `${schema}-migrate-kit`, max: 1 });
   try {
+    await createSchema(db, schema);
     const migrator = new Migrator({
       db: db.withSchema(schema),
       provider: { getMigrations: async () => migrations },
       migrationTableSchema: schema,
       migrationTableName: table,
       migrationLockTableName: `${table}_lock`,
+      allowUnorderedMigrations: true,
     });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;

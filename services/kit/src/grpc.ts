@@ -24,6 +24,8 @@ import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract
 import type { Kysely } from "kysely";
 import { requireTenant, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
+import { failureAfterEffects } from "./effects";
+import { checkClientCall, keyedCallChecks } from "./keyed-work";
 import { databaseUnavailable, isDatabaseUnavailable } from "./db";
 import {
   CONTEXT_METADATA_KEY,
@@ -402,7 +404,9 @@ export function addService<T extends GenServiceMethods>(
       // A handler may throw synchronously: the async function turns it into a refusal like any other.
       const run = async () =>
         create(m.output, (await fn(call.request, callContext)) as MessageInitShape<DescMessage>);
-      const fail = (err: unknown) => sendRefusal(call, cb, toServiceError(err, logOf()));
+      // A 5xx after an effect of `once` ran is not "nothing was applied" (effects.ts).
+      const fail = (err: unknown) =>
+        sendRefusal(call, cb, toServiceError(failureAfterEffects(ctx, err, logOf), logOf()));
       if (idem && ctx.idempotency) {
         runIdempotent(
           {
@@ -434,6 +438,13 @@ export function addService<T extends GenServiceMethods>(
             cb(null, encodedAs.get(response) ?? response);
           })
           .catch(fail);
+      } else if (ctx.idempotency) {
+        // Keys fail closed: a service that does not declare idempotency cannot run a keyed call once per key.
+        logOf().error(
+          { service: desc.typeName, method: m.name },
+          "refused a call with an Idempotency-Key: this service does not declare idempotency",
+        );
+        fail(keyNotHonoured(desc.typeName, m.name));
       } else {
         run()
           .then((response) => cb(null, response))
@@ -444,10 +455,23 @@ export function addService<T extends GenServiceMethods>(
   server.addService(serviceDefinition(desc), handlers);
 }
 
+/**
+ * The refusal of a call that carries an Idempotency-Key to a service that does not declare idempotency: run
+ * unguarded, a retry under the key would run it again. Nothing runs, nothing is recorded.
+ */
+function keyNotHonoured(service: string, method: string): ApiError {
+  return new ApiError(
+    "configuration_error",
+    `${service}/${method} does not honour Idempotency-Keys (its service does not declare idempotency); nothing was done.`,
+    { reason: "idempotency_not_declared", service, method },
+  );
+}
+
 export interface AddServiceOptions {
   /**
    * Calls whose context carries an Idempotency-Key run once per key, their result recorded in the same
-   * transaction as their writes (idempotency.ts), on this database (the service's own schema).
+   * transaction as their writes (idempotency.ts), on this database (the service's own schema). Without it, such
+   * calls are refused (`keyNotHonoured`).
    */
   idempotency?: { db: Kysely<any>; onCommitted?: () => void; openWithWork?: boolean };
 }
@@ -598,6 +622,8 @@ export function createClient<T extends GenServiceMethods>(
     const method = `/${desc.typeName}/${m.name}`;
     out[m.localName] = (req: unknown, o: CallOptions) =>
       new Promise((resolve, reject) => {
+        // Tests only (keyed-work.ts): a call made by a keyed call's work before its key is claimed fails it.
+        if (keyedCallChecks.flow !== undefined) checkClientCall(`${audience}${method}`);
         // The service's work deadline, and the grace in which its answer (or its last commit) reaches us.
         const work = Date.now() + (o.deadlineMs ?? options.deadlineMs ?? 5000);
         const deadline = work + DEADLINE_GRACE_MS;

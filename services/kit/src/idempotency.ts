@@ -15,10 +15,10 @@
  *      the call's context joins this transaction, so its writes and its outbox events commit with the record or
  *      not at all;
  *   3. the result is recorded by one upsert that replaces an expired record: the response message, or a
- *      refusal (an ApiError other than resource_busy); then the transaction commits. The read of step 1
- *      may have missed a record that the previous holder of the lock committed just before: the upsert
- *      then finds it live, leaves it and fails, the work is rolled back, and that record is answered as
- *      in step 1.
+ *      refusal (a 4xx ApiError other than resource_busy and idempotency_conflict); then the transaction
+ *      commits. The read of step 1 may have missed a record that the previous holder of the lock committed
+ *      just before: the upsert then finds it live, leaves it and fails, the work is rolled back, and that
+ *      record is answered as in step 1.
  * The kit's own statements travel in two messages of several statements, one round trip each (decision
  * 0032): begin with step 1 (and, in a second attempt, the work savepoint), and step 3 with commit. Steps 1 and 3
  * are two functions of the service's schema (decision 0036), so Postgres keeps their plans, and each call of
@@ -36,8 +36,17 @@
  * work (and one before each later store transaction), so that a refusal is rolled back alone and
  * recorded under the key's lock, and work that catches a failed store transaction goes on without it
  * (decision 0023).
- * A failure that is not an ApiError (a bug, a lost database) rolls everything back and records nothing:
- * the same key may run again.
+ * A failure that is not an ApiError (a bug, a lost database), or a 5xx ApiError (a service this one called was
+ * out of reach, a deadline: nothing was applied, decision 0044), rolls everything back and records nothing: the
+ * same key may run again (docs/decisions/0050-keyed-calls-fail-closed-and-effects-once.md).
+ *
+ * The work may run more than once before one result commits (a second attempt, a claim that found the key busy).
+ * What must happen once per key outside this database (a call to another service, an upload, a filing) goes
+ * through `once` (effects.ts), whose results are kept in this module's second table, `idempotency_effect`.
+ * The rules a keyed handler follows: docs/writes-under-a-key.md.
+ *
+ * Both tables are the kit's: the service template's `migrate` creates them for a service that declares
+ * `idempotency` (idempotencyMigrations); a service's own migrations never do.
  *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
@@ -46,6 +55,14 @@ import type { PoolClient, QueryResult } from "pg";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
 import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
+import {
+  ambients,
+  checkWriteOutside,
+  keyedCallBreach,
+  keyedCallChecks,
+  runChecked,
+  type Ambient,
+} from "./keyed-work";
 import {
   DeadlineExceeded,
   assertBeforeDeadline,
@@ -82,10 +99,16 @@ export interface WithIdempotency {
   idempotency: IdempotencyTable;
 }
 
-/** Creates the idempotency table in the service's schema; called from a migration. */
+/**
+ * Creates the idempotency tables in the current schema as the kit now makes them (the records, the effects of
+ * `once`, and the functions of a keyed call's statements), leaving any that exist as they are. The service
+ * template's `migrate` runs it (idempotencyMigrations, `0000_tables`) for a service that declares `idempotency`;
+ * a service's own migration that still calls it, as services did before, does nothing more.
+ */
 export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("idempotency")
+    .ifNotExists()
     .addColumn("organization_id", "text", (c) => c.notNull())
     .addColumn("livemode", "boolean", (c) => c.notNull())
     .addColumn("caller_organization_id", "text", (c) => c.notNull())
@@ -103,8 +126,46 @@ export async function createIdempotencyTable(db: Kysely<any>): Promise<void> {
       "idempotency_key",
     ])
     .execute();
-  await sql`create index idempotency_created_idx on idempotency (created_at)`.execute(db);
+  await sql`create index if not exists idempotency_created_idx on idempotency (created_at)`.execute(db);
   await createIdempotencyFunctions(db);
+  await createEffectTable(db);
+}
+
+/**
+ * The results of the effects run by `once` (effects.ts), one row per key and effect name: claimed (committed
+ * before the effect runs, `claimed_until` the end of the claim's lease), then recorded (`result`). Kept as long as
+ * the key's records. If it does not exist yet.
+ */
+async function createEffectTable(db: Kysely<any>): Promise<void> {
+  await sql`
+    create table if not exists idempotency_effect (
+      organization_id text not null,
+      livemode boolean not null,
+      caller_organization_id text not null,
+      idempotency_key text not null,
+      name text not null,
+      fingerprint text not null,
+      method text not null,
+      request_id text not null,
+      runs integer not null default 1,
+      claimed_until timestamptz not null,
+      result bytea,
+      recorded_at timestamptz,
+      created_at timestamptz not null default now(),
+      constraint idempotency_effect_pk
+        primary key (organization_id, livemode, caller_organization_id, idempotency_key, name))`.execute(db);
+  await sql`create index if not exists idempotency_effect_created_idx on idempotency_effect (created_at)`.execute(
+    db,
+  );
+}
+
+/** Whether `table` exists in the current schema. */
+async function tableExists(db: Kysely<any>, table: string): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`
+    select exists (select from pg_tables where schemaname = current_schema() and tablename = ${table}) as found`.execute(
+    db,
+  );
+  return rows[0]?.found === true;
 }
 
 /**
@@ -176,11 +237,20 @@ async function createIdempotencyFunctions(db: Kysely<any>): Promise<void> {
 }
 
 /**
- * The kit's own changes to an idempotency table made by an earlier createIdempotencyTable, applied by the service
- * template's `migrate` to every service that honours keys, with their own migration table
- * (kit_idempotency_migration). Each is a no-op where createIdempotencyTable made the change already.
+ * The kit's idempotency tables, applied by the service template's `migrate` to every service that declares
+ * `idempotency`, with their own migration table (kit_idempotency_migration), before the service's own migrations.
+ * `0000_tables` creates them where no table exists yet (a new service); where a service's migration made the
+ * records' table (services did, before the kit made it), it leaves it to the changes after it, each a no-op where
+ * createIdempotencyTable made the change already. Sorted by name, so `0000_tables` runs first in a new database;
+ * in one migrated before it existed it runs at the next `migrate`, and finds the table (migrateKitPart allows
+ * that order).
  */
 export const idempotencyMigrations: Record<string, Migration> = {
+  "0000_tables": {
+    async up(db) {
+      if (!(await tableExists(db, "idempotency"))) await createIdempotencyTable(db);
+    },
+  },
   "0001_functions": {
     async up(db) {
       // An early kit kept refusals as jsonb: the functions take and answer text.
@@ -196,9 +266,10 @@ export const idempotencyMigrations: Record<string, Migration> = {
   },
   "0002_claim": { up: createIdempotencyFunctions },
   "0003_claim_own_body": { up: createIdempotencyFunctions },
+  "0004_effects": { up: createEffectTable },
 };
 
-/** Applies idempotencyMigrations to the idempotency table in `schema` (which the service's migrations created). */
+/** Applies idempotencyMigrations to `schema`: creates the idempotency tables there, or brings them up to date. */
 export async function migrateIdempotency(url: string, schema: string): Promise<void> {
   await migrateKitPart(url, schema, "kit_idempotency_migration", idempotencyMigrations);
 }
@@ -208,34 +279,6 @@ export async function migrateIdempotency(url: string, schema: string): Promise<v
 /** The savepoint a second attempt's work runs after (its key's lock is taken before it, so a rollback keeps the lock). */
 const WORK_SAVEPOINT_NAME = "idempotent_work";
 const WORK_SAVEPOINT = sql.raw(WORK_SAVEPOINT_NAME);
-
-interface Ambient {
-  /** The call's connection, in its transaction. */
-  trx: Kysely<any>;
-  /**
-   * The second attempt (decision 0028): store transactions are protected by savepoints. In the first attempt none
-   * is sent, and a failed store transaction marks the attempt `broken` instead.
-   */
-  savepoints: boolean;
-  depth: { n: number };
-  /**
-   * Nothing was written since the work savepoint (second attempt): the next store transaction needs no savepoint
-   * of its own (rolling back to the work savepoint is the same), so the usual call, one store transaction, costs no
-   * savepoint round trip beyond the work's.
-   */
-  clean: boolean;
-  /** A store transaction ran: the call's transaction may hold writes of the work. */
-  wrote: boolean;
-  /** A store transaction failed with no savepoint to roll back to: this attempt cannot commit. */
-  broken: boolean;
-}
-
-/**
- * The transaction of each keyed call whose work runs, by the call's context object (the `ctx` the handler was
- * given, which the work passes to its store transactions). Not an AsyncLocalStorage: its async hooks would make
- * every promise of the process pay, keyed or not (decision 0037).
- */
-const ambients = new WeakMap<RequestContext, Ambient>();
 
 /** What a store transaction is opened for: the call's context, or null outside any call (a job). */
 export type CallScope = RequestContext | null;
@@ -331,10 +374,15 @@ function timeoutStatements(at: number | undefined): string | false {
   );
 }
 
-/** fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. */
+/**
+ * fn joined to the transaction of `call`'s idempotent work when there is one, else `alone`. With the keyed-call
+ * checks on (tests: keyed-work.ts), `alone` while a keyed call's work runs in this flow fails that call.
+ */
 function joinedOr<Q, T>(call: CallScope, fn: (q: Q) => Promise<T>, alone: () => Promise<T>): Promise<T> {
   const outer = call ? ambients.get(call) : undefined;
-  return outer ? joined(outer, () => fn(outer.trx as Q)) : alone();
+  if (outer) return joined(outer, () => fn(outer.trx as Q));
+  if (keyedCallChecks.flow !== undefined) checkWriteOutside(call);
+  return alone();
 }
 
 /**
@@ -664,23 +712,41 @@ async function attempt<R>(
         const answered = await opening();
         if (answered) return answered;
       }
-      const amb: Ambient = { trx, savepoints, depth: { n: 0 }, clean: true, wrote: false, broken: false };
+      const amb: Ambient = {
+        trx,
+        savepoints,
+        depth: { n: 0 },
+        clean: true,
+        wrote: false,
+        broken: false,
+        call: o,
+        lead,
+      };
       let response: R | undefined;
       let refusal: ApiError | undefined;
       ambients.set(t, amb);
+      // With the keyed-call checks (tests only, keyed-work.ts), a breach of the contract fails the call first.
+      const checked = keyedCallChecks.flow !== undefined;
       try {
-        response = await work();
+        response = await (checked ? runChecked(amb, work) : work());
       } catch (err) {
+        if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
         if (unclaimed()) throw new RolledBack("open_first");
         // A wait ended by the deadline ends the call: another attempt would only wait again.
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
-        if (!(err instanceof ApiError) || err.code === "resource_busy") throw err;
+        // An internal_error (a service the work called was out of reach or timed out, a deadline) applied nothing
+        // (decision 0044): it is not the request's answer, and the same key may run again. The spec's own 5xx codes
+        // (storage_unavailable, portal_unavailable, entitlement_unavailable) are the request's answer and replay,
+        // as its retry rule 2 says. A conflict of `once` (effects.ts) is the key's answer to another request.
+        if (!(err instanceof ApiError) || err.code === "internal_error" || UNRECORDED.has(err.code))
+          throw err;
         // Recorded as it is answered: within the bounds of an error answer, whatever the request echoed.
         refusal = boundError(err);
       } finally {
         ambients.delete(t);
       }
+      if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
       if (withWork) {
         if (unclaimed()) throw new RolledBack("open_first");
         if (lead.withdraw() !== undefined) {
@@ -743,6 +809,9 @@ function resultOf(res: QueryResult | QueryResult[], command: string): QueryResul
   return found;
 }
 
+/** Refusals that are never recorded as a keyed call's answer (see `attempt`). */
+const UNRECORDED: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["resource_busy", "idempotency_conflict"]);
+
 /** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */
 function replayedError(e: RecordedError, requestId: string): ApiError {
   const code: ErrorCode = isErrorCode(e.code) ? e.code : "internal_error";
@@ -751,14 +820,24 @@ function replayedError(e: RecordedError, requestId: string): ApiError {
   return err;
 }
 
-/** Deletes records past the retention window; returns how many. A leader job runs it (service.ts). */
+/**
+ * Deletes records past the retention window, and the effect results of `once` (effects.ts) with them; returns how
+ * many records. A leader job runs it (service.ts).
+ */
 export async function reapIdempotencyRecords(db: Kysely<any>, batch = 5_000): Promise<number> {
+  await reapExpired(db, "idempotency_effect", batch);
+  return reapExpired(db, "idempotency", batch);
+}
+
+/** Deletes the rows of `table` past the retention window, `batch` at a time; returns how many. */
+async function reapExpired(db: Kysely<any>, table: string, batch: number): Promise<number> {
+  const t = sql.table(table);
   let total = 0;
   for (;;) {
     const { rows } = await sql<{ n: number }>`
       with gone as (
-        delete from idempotency where ctid in (
-          select ctid from idempotency
+        delete from ${t} where ctid in (
+          select ctid from ${t}
           where created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})
           limit ${batch})
         returning 1)

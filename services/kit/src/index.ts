@@ -74,3 +74,6 @@ export {
   type SubscribeOptions,
   type Subscription,
 } from "@dpp/bus";
+
+// Keyed calls: effects run once per Idempotency-Key (docs/writes-under-a-key.md).
+export { once, EFFECT_LEASE_MS_DEFAULT, type EffectRun, type OnceOptions } from "./effects";

@@ -51,8 +51,18 @@ export interface WithOutbox {
   outbox: OutboxTable;
 }
 
-/** Creates the outbox table; called from each service's first migration. */
+/**
+ * Creates the outbox table in the current schema as the kit now makes it, unless an outbox exists there (which
+ * outboxMigrations keep up to date). The service template's `migrate` runs it (outboxMigrations, `0000_table`) for
+ * a service that declares `outbox`; a service's own migration that still calls it, as services did before, does
+ * nothing more.
+ */
 export async function createOutboxTable(db: Kysely<any>): Promise<void> {
+  const { rows } = await sql<{ found: boolean }>`
+    select exists (select from pg_tables where schemaname = current_schema() and tablename = 'outbox') as found`.execute(
+    db,
+  );
+  if (rows[0]?.found) return;
   await db.schema
     .createTable("outbox")
     .addColumn("id", "bigserial", (c) => c.primaryKey())
@@ -150,13 +160,16 @@ async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
 }
 
 /**
- * The kit's own changes to an outbox created by an earlier createOutboxTable,
- * applied by the service template's `migrate` to every service with an outbox,
- * with their own migration table (kit_outbox_migration) so that they never
- * interleave with the service's migrations. Each is a no-op on a table that
- * createOutboxTable made with the change already in it.
+ * The kit's outbox, applied by the service template's `migrate` to every service that declares `outbox`, with
+ * their own migration table (kit_outbox_migration) so that they never interleave with the service's migrations,
+ * and before them. `0000_table` creates the outbox where none exists yet (a new service); where a service's
+ * migration made it (services did, before the kit made it), it leaves it to the changes after it, each a no-op on
+ * a table that createOutboxTable made with the change already in it. Sorted by name, so `0000_table` runs first in
+ * a new database; in one migrated before it existed it runs at the next `migrate`, and finds the table
+ * (migrateKitPart allows that order).
  */
 export const outboxMigrations: Record<string, Migration> = {
+  "0000_table": { up: createOutboxTable },
   "0001_trace_context": {
     async up(db) {
       await sql`alter table outbox add column if not exists trace_context jsonb`.execute(db);
@@ -167,7 +180,7 @@ export const outboxMigrations: Record<string, Migration> = {
   "0004_barrier_lock_released_by_rollback": { up: createCommitOrderFunctions },
 };
 
-/** Applies outboxMigrations to the outbox in `schema` (which the service's own migrations created). */
+/** Applies outboxMigrations to `schema`: creates the outbox there, or brings it up to date. */
 export async function migrateOutbox(url: string, schema: string): Promise<void> {
   await migrateKitPart(url, schema, "kit_outbox_migration", outboxMigrations);
 }

@@ -17,8 +17,9 @@
  *   import { myService } from "./service";
  *   runService(myService());
  *
- * `<service> migrate` applies the service's migrations (and the bus tables) and
- * exits; `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
+ * `<service> migrate` applies the kit's tables the definition declares (outbox,
+ * idempotency), the service's migrations and the bus tables, and exits;
+ * `<service> serve` (the default) runs until SIGTERM/SIGINT, or, run in a
  * worker thread (the local stack), until its parent posts SHUTDOWN_MESSAGE.
  */
 import type * as grpc from "@grpc/grpc-js";
@@ -34,6 +35,7 @@ import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "@dpp/bus";
 import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
+import { enableKeyedCallChecks } from "./keyed-work";
 import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
@@ -94,6 +96,12 @@ export const commonServiceEnv = {
    */
   INTERNAL_AUTH_TRUSTED_KEYS: internalAuthServiceEnv.INTERNAL_AUTH_TRUSTED_KEYS.optional(),
   INTERNAL_AUTH_PRIVATE_KEY: internalAuthCallerEnv.INTERNAL_AUTH_PRIVATE_KEY.optional(),
+  /**
+   * 1: the checks of the keyed-call contract run (keyed-work.ts): a keyed call whose work writes outside its
+   * transaction, or calls another service before its key is claimed, fails. For tests (the e2e harness sets it):
+   * the checks make every promise of the process pay for async hooks.
+   */
+  KIT_TEST_CHECKS: z.enum(["0", "1"]).optional(),
 };
 
 export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
@@ -138,14 +146,20 @@ export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
   env: Env;
   /** A gRPC service: GRPC_ADDR defaults to 0.0.0.0:<grpcPort>, with the health service. */
   grpcPort?: number;
-  /** The service writes domain events to its outbox: the template runs the relay. */
+  /**
+   * The service writes domain events to its outbox: the template creates the `outbox` table in its schema (its
+   * `migrate`, before the service's own migrations) and runs the relay.
+   */
   outbox?: boolean;
   /**
    * The service honours Idempotency-Keys: a call whose context carries one runs once per key, its result
-   * recorded in the same transaction as its writes (idempotency.ts; its migrations create the table with
-   * createIdempotencyTable). The template also reaps expired records. `{ openWithWork: true }`: the key's lock
-   * and check travel with the work's first statement, a round trip less per call, for a service whose handlers
-   * do nothing outside its database before their first statement (IdempotentCallOptions.openWithWork).
+   * recorded in the same transaction as its writes (idempotency.ts), and what must happen once per key outside
+   * the database goes through `once` (effects.ts; docs/writes-under-a-key.md). The template creates the tables
+   * (its `migrate`, before the service's own migrations) and reaps expired records. A service that does not
+   * declare it refuses every call that carries an Idempotency-Key (configuration_error), never running it
+   * unguarded. `{ openWithWork: true }`: the key's lock and check travel with the work's first statement, a round
+   * trip less per call, for a service whose handlers do nothing outside its database before their first statement
+   * (IdempotentCallOptions.openWithWork).
    */
   idempotency?: boolean | { openWithWork: boolean };
   /** Cross-field rules of the service's own variables. */
@@ -181,9 +195,10 @@ export function loadServiceConfig<Env extends z.ZodRawShape, DB, Extra>(
 }
 
 /**
- * Applies the service's schema migrations and the bus tables' migrations, then
- * analyzes every table of both schemas that holds rows: a table that was just
- * changed has no statistics until autovacuum gets to it, which it never does
+ * Creates or brings up to date the kit's tables the definition declares (the outbox, the idempotency tables), in
+ * the service's schema and before its own migrations, so that these may use them; applies the service's schema
+ * migrations and the bus tables' migrations; then analyzes every table of both schemas that holds rows: a table
+ * that was just changed has no statistics until autovacuum gets to it, which it never does
  * where autovacuum is off, and the planner's guesses on such a table can pick a
  * plan that reads a whole tenant for one page. Cheap on small tables; on big
  * ones ANALYZE reads a sample, not the table. An empty table is left unanalyzed
@@ -193,9 +208,9 @@ export async function migrateService<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
   config: { DATABASE_URL: string; BUS_DATABASE_URL?: string | undefined },
 ): Promise<void> {
-  await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   if (def.outbox) await migrateOutbox(config.DATABASE_URL, def.schema);
   if (def.idempotency) await migrateIdempotency(config.DATABASE_URL, def.schema);
+  await migrateDatabase(config.DATABASE_URL, def.schema, def.migrations);
   const busUrl = config.BUS_DATABASE_URL ?? config.DATABASE_URL;
   await migrateBus(busUrl);
   await analyzeSchema(config.DATABASE_URL, def.schema);
@@ -231,6 +246,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       }
     }
   };
+  if (config.KIT_TEST_CHECKS === "1") enableKeyedCallChecks();
   try {
     // The trust check is decided before anything starts: a gRPC service without trusted callers refuses to run.
     let verifier: ContextVerifier | undefined;

@@ -18,6 +18,7 @@ import {
   publicKeyOf,
   type InternalKeyPair,
 } from "./internal-auth";
+import { enableKeyedCallChecks } from "./keyed-work";
 import {
   loadServiceConfig,
   migrateService,
@@ -25,6 +26,8 @@ import {
   type ServiceDefinition,
   type ServiceHandle,
 } from "./service";
+
+export { enableKeyedCallChecks } from "./keyed-work";
 
 export function adminDatabaseUrl(): string {
   return process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -120,13 +123,17 @@ export type UnderTest<D> =
 /**
  * Runs a service in this process on a fresh test database, migrated, with its
  * gRPC server on a free port of 127.0.0.1: the one way every service's
- * integration tests start it. `env` overrides or adds variables.
+ * integration tests start it. `env` overrides or adds variables. The checks of
+ * the keyed-call contract are on (docs/writes-under-a-key.md; enableKeyedCallChecks):
+ * a keyed call whose work writes outside its transaction, or calls another service
+ * before its key is claimed, fails.
  */
 export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
   env: Record<string, string | undefined> = {},
   label = def.name,
 ): Promise<ServiceUnderTest<Env, DB, Extra>> {
+  enableKeyedCallChecks();
   const database = await createTestDatabase(label);
   const callerKeys = generateInternalKeyPair();
   try {

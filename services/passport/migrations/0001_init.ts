@@ -1,5 +1,4 @@
 import { sql, type Kysely } from "kysely";
-import { createOutboxTable } from "@dpp/kit";
 
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
@@ -41,9 +40,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint("gtin_claim_pk", ["organization_id", "livemode", "gtin"])
     .execute();
 
-  await createOutboxTable(db);
+  // The outbox is the kit's: the service template creates it (`outbox: true`), before this migration runs. This
+  // migration created it until then; databases migrated since keep it as it was made.
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ["outbox", "gtin_claim", "passport"]) await db.schema.dropTable(t).execute();
+  for (const t of ["gtin_claim", "passport"]) await db.schema.dropTable(t).execute();
 }

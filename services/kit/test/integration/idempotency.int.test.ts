@@ -237,6 +237,44 @@ describe("runIdempotent", () => {
     ]);
   });
 
+  it("records a 5xx of the spec's own (storage_unavailable) and replays it under the same key, as its retry rule 2 says", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async (): Promise<string> => {
+      runs++;
+      throw new ApiError("storage_unavailable", undefined, {}, { "Retry-After": "1" });
+    };
+    await expect(call(ctx, work)).rejects.toMatchObject({ code: "storage_unavailable" });
+    await expect(call(ctx, work)).rejects.toMatchObject({ code: "storage_unavailable" });
+    expect(runs).toBe(1);
+  });
+
+  it("records no internal_error (nothing was applied, decision 0044): its writes are rolled back and the key runs again", async () => {
+    const ctx = keyed();
+    let runs = 0;
+    const work = async (): Promise<string> => {
+      runs++;
+      await insertItem(ctx, `${ctx.requestId}-${runs}`);
+      // What a call to another service answers when it is out of reach.
+      if (runs === 1)
+        throw new ApiError(
+          "internal_error",
+          "Unavailable.",
+          { reason: "upstream_unavailable" },
+          { "Retry-After": "1" },
+        );
+      return "done";
+    };
+    await expect(call(ctx, work)).rejects.toMatchObject({
+      code: "internal_error",
+      details: { reason: "upstream_unavailable" },
+    });
+    expect(await items(ctx.requestId)).toEqual([]);
+    expect(await call(ctx, work)).toEqual({ response: "done", replayed: false });
+    expect(await items(ctx.requestId)).toEqual([`${ctx.requestId}-2`]);
+    expect(runs).toBe(2);
+  });
+
   it("runs a single-statement write on the pool outside a call: committed when it returns", async () => {
     const name = `alone-${randomBytes(4).toString("hex")}`;
     await insertItemAlone(null, name);

@@ -19,6 +19,9 @@ import {
 } from "../../src/grpc";
 import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
 import type { RequestContext } from "../../src/context";
+import { createDb } from "../../src/db";
+import { migrateIdempotency } from "../../src/idempotency";
+import { createTestDatabase, type TestDatabase } from "../../src/testing";
 import {
   CONTEXT_METADATA_KEY,
   createContextSigner,
@@ -166,9 +169,15 @@ function edit(token: string, change: (claims: any) => void): string {
 describe("the trust check of a gRPC service", () => {
   let handle: GrpcServerHandle;
   let raw: RawPassport;
+  // The service honours Idempotency-Keys (a keyed call to one that does not is refused before its handler).
+  let tdb: TestDatabase;
+  let db: ReturnType<typeof createDb>;
   const address = () => `127.0.0.1:${handle.port}`;
 
   beforeAll(async () => {
+    tdb = await createTestDatabase("kit_auth");
+    await migrateIdempotency(tdb.url, "auth");
+    db = createDb({ url: tdb.url, schema: "auth", applicationName: "kit-auth-test", max: 2 });
     const verifier = recording(
       createContextVerifier({
         audience: "passport",
@@ -176,15 +185,17 @@ describe("the trust check of a gRPC service", () => {
       }),
     );
     handle = await startGrpcServer("127.0.0.1:0", log, (server) => {
-      addService(server, passportV1.PassportService, impl, log, verifier);
+      addService(server, passportV1.PassportService, impl, log, verifier, { idempotency: { db } });
       return [SERVICE];
     });
     raw = new RawClient(address(), grpc.credentials.createInsecure()) as unknown as RawPassport;
   });
 
-  afterAll(() => {
+  afterAll(async () => {
     raw.close();
     handle.server.forceShutdown();
+    await db?.destroy();
+    await tdb?.drop();
   });
 
   beforeEach(() => {
