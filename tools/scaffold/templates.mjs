@@ -336,7 +336,8 @@ const harness = (n) => `/**
  * as the gateway does.
  */
 import { sql, type Kysely } from "kysely";
-import { createDb, type ClientOf } from "@dpp/kit";
+import { type ClientOf } from "@dpp/kit";
+import { createDb } from "@dpp/kit/internal";
 import { startServiceUnderTest, type Tenant, type UnderTest } from "@dpp/kit/testing";
 import { ${n.ns} } from "@dpp/proto";
 import { ${n.camel}Service } from "../src/service";

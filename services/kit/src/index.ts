@@ -49,6 +49,7 @@ export {
   transaction,
   type CallScope,
   type IdempotencyTable,
+  type WithIdempotency,
 } from "./idempotency";
 export { statement, type Statement } from "./statement";
 export { databaseUnavailable, isDatabaseUnavailable, isUniqueViolation } from "./db";

@@ -13,7 +13,7 @@ import { Authenticator } from "../../src/modules/identity/authenticator";
 import { createApp } from "../../src/http/app";
 import { DOCS_HTML } from "../../src/http/docs.generated";
 import { DOCS_PAGE } from "../../src/http/docs";
-import { gatewayModules, type ModuleDeps } from "../../src/modules";
+import { fakeModuleDeps, gatewayModules, type ModuleDeps } from "../../src/modules";
 import { OPENAPI_DOCUMENT } from "../../src/openapi.generated";
 import { RateLimiter } from "../../src/ratelimit/limiter";
 import { routeTable } from "../../src/routes";
@@ -68,7 +68,7 @@ async function listen(anonymousPerMinute = 1000): Promise<number> {
   limiters.push(rateLimiter);
   const app = createApp({
     authenticator: new Authenticator(s.identity),
-    routes: routeTable(gatewayModules({ passport, events, identity: s.identity })),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, events, identity: s.identity }))),
     log,
     docsBaseUrl: "https://docs.test/errors",
     trustProxy: 1,
