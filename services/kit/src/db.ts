@@ -515,6 +515,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return typeof e.message === "string" && CONNECTION_MESSAGES.test(e.message);
 }
 
+/** A connection that dropped while a statement was in flight (not one that could not be opened). */
+export function isConnectionLost(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  if (e.code === "ECONNRESET" || e.code === "EPIPE" || e.code === "57P01") return true;
+  return (
+    typeof e.message === "string" && /Connection terminated(?! due to connection timeout)/i.test(e.message)
+  );
+}
+
 /** The answer to a request that met the database out of reach: 500 with Retry-After, never recorded as a refusal. */
 export function databaseUnavailable(): ApiError {
   return new ApiError(

@@ -81,11 +81,12 @@ export function lockWaitRefusal(): ApiError {
  * The answer of a write whose outcome cannot be known: it may or may not have been applied. Retried under the
  * SAME Idempotency-Key it is answered by its committed result, or runs once; a new key could apply it twice.
  */
-export function outcomeUnknown(service?: string): ApiError {
+export function outcomeUnknown(service?: string, message?: string): ApiError {
   return new ApiError(
     "internal_error",
-    "The request may or may not have been applied: the answer was lost. Retry with the SAME Idempotency-Key " +
-      "(never a new one); a write sent without a key should be checked before it is sent again.",
+    message ??
+      "The request may or may not have been applied: the answer was lost. Retry with the SAME Idempotency-Key " +
+        "(never a new one); a write sent without a key should be checked before it is sent again.",
     service === undefined ? { reason: "outcome_unknown" } : { reason: "outcome_unknown", service },
     { "Retry-After": "1" },
   );

@@ -193,13 +193,11 @@ export function failureAfterEffects(ctx: RequestContext, err: unknown, log: () =
   );
   // Without a key there is nothing to retry under: the caller checks before sending it again (outcomeUnknown).
   if (!ctx.idempotency) return outcomeUnknown();
-  return new ApiError(
-    "internal_error",
+  return outcomeUnknown(
+    undefined,
     "The request did not finish, and a step of it outside this service's database may have been applied. Retry " +
       "with the SAME Idempotency-Key, which finishes it without applying that step again; a new key would apply it " +
       "again.",
-    { reason: "outcome_unknown" },
-    { "Retry-After": "1" },
   );
 }
 

@@ -54,7 +54,7 @@ import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { PoolClient, QueryResult } from "pg";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { RequestContext, TenantContext } from "./context";
-import { migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
+import { isConnectionLost, migrateKitPart, preparesStatements, valueLiterals, withConnection } from "./db";
 import {
   ambients,
   checkWriteOutside,
@@ -408,16 +408,6 @@ export async function singleStatement<DB, T>(
       throw err;
     }
   });
-}
-
-/** A connection that dropped while a statement was in flight (not one that could not be opened). */
-function isConnectionLost(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  if (!e || typeof e !== "object") return false;
-  if (e.code === "ECONNRESET" || e.code === "EPIPE" || e.code === "57P01") return true;
-  return (
-    typeof e.message === "string" && /Connection terminated(?! due to connection timeout)/i.test(e.message)
-  );
 }
 
 // --- one call under a key ------------------------------------------------------------------------------------
