@@ -1,11 +1,14 @@
-// Fails when the protos break their contract (`buf breaking`, rules in proto/buf.yaml) compared with a
+// Fails when the protos break their contract (`buf breaking` over the workspace of buf.yaml: proto/ and each
+// service's services/<name>/proto; rules in buf.yaml) compared with a
 // baseline commit (docs/decisions/0014-typed-grpc-contracts.md):
 // - PROTO_BREAKING_AGAINST, any git revision, when it is set (compared as it is, whatever follows it);
 // - on a branch: the commit where it left main (`git merge-base HEAD main`; origin/main when there is no
 //   local main), so that what main gained meanwhile is not read as a deletion;
 // - on main itself (HEAD is main or on its line, e.g. a clean clone of main in CI): the previous commit,
-//   HEAD~1 (for a merge, its first parent: the whole merged change is checked); HEAD when proto/ has
+//   HEAD~1 (for a merge, its first parent: the whole merged change is checked); HEAD when a proto has
 //   uncommitted changes.
+// A baseline from before the workspace (one module in proto/, with its own proto/buf.yaml) is compared as
+// that module: buf matches files by their module-relative path (dpp/passport/v1/...), wherever they live.
 // A deliberate break is a commit between the baseline and HEAD whose message has a line
 // `Proto-Breaking: <why>`: the newest such commit becomes the baseline, so the break is accepted as that
 // commit made it and everything after it is checked again.
@@ -18,6 +21,9 @@ import path from "node:path";
 
 const protoDir = path.dirname(new URL(import.meta.url).pathname);
 const root = path.resolve(protoDir, "..");
+/** What the protos are made of: the workspace file, proto/ and every service's own proto/. */
+const PROTO_PATHS = ["buf.yaml", "proto", ":(glob)services/*/proto/**"];
+const isProtoPath = (f) => f === "buf.yaml" || f.startsWith("proto/") || /^services\/[^/]+\/proto\//.test(f);
 const buf = path.join(root, "node_modules", ".bin", "buf");
 const TRAILER = "Proto-Breaking:";
 
@@ -52,7 +58,8 @@ function baseline() {
   const fork = main && git("merge-base", "HEAD", main);
   if (fork && fork !== head) return { sha: fork, why: "where this branch left main" };
   // On main's line with protos changed but not committed: the change is the working tree.
-  if (git("status", "--porcelain", "--", "proto")) return { sha: head, why: "HEAD (uncommitted changes)" };
+  if (git("status", "--porcelain", "--", ...PROTO_PATHS))
+    return { sha: head, why: "HEAD (uncommitted changes)" };
   const previous = commit("HEAD~1");
   return previous ? { sha: previous, why: "the previous commit" } : { why: "no previous commit" };
 }
@@ -78,17 +85,29 @@ if (accepted) {
 function check(sha) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-proto-baseline-"));
   try {
-    execFileSync("sh", ["-c", `git archive --format=tar "${sha}" proto | tar -x -C "${tmp}"`], {
+    // Only the paths that exist at `sha` (a pathspec that matches nothing would fail the archive).
+    const files = (git("ls-tree", "-r", "--name-only", sha) ?? "").split("\n").filter(isProtoPath);
+    const archive = execFileSync("git", ["archive", "--format=tar", sha, "--", ...files], {
       cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
+      maxBuffer: 256 * 1024 * 1024,
     });
-    const previous = path.join(tmp, "proto");
-    if (!fs.existsSync(path.join(previous, "buf.yaml"))) {
-      console.log(`proto breaking check skipped: ${sha.slice(0, 12)} has no proto/buf.yaml.`);
+    execFileSync("tar", ["-x", "-C", tmp], { input: archive, stdio: ["pipe", "ignore", "inherit"] });
+    const previous = [tmp, path.join(tmp, "proto")].find((d) => fs.existsSync(path.join(d, "buf.yaml")));
+    if (!previous) {
+      console.log(`proto breaking check skipped: ${sha.slice(0, 12)} has no buf.yaml.`);
       return 0;
     }
     console.log(`proto breaking check against ${sha.slice(0, 12)}: ${why}`);
-    execFileSync(buf, ["breaking", "--against", previous], { cwd: protoDir, stdio: "inherit" });
+    // Both sides as images: a flat set of files named by their module-relative paths, so a package that
+    // moved between modules (proto/ → services/<name>/proto) is compared with itself.
+    const before = path.join(tmp, "before.binpb");
+    const after = path.join(tmp, "after.binpb");
+    execFileSync(buf, ["build", "-o", before], { cwd: previous, stdio: "inherit" });
+    execFileSync(buf, ["build", "-o", after], { cwd: root, stdio: "inherit" });
+    execFileSync(buf, ["breaking", after, "--against", before, "--exclude-imports"], {
+      cwd: root,
+      stdio: "inherit",
+    });
     return 0;
   } catch {
     console.error(

@@ -1,5 +1,6 @@
 // Fails when generated code is not what its source makes today:
-// - proto/src/gen from proto/ (`buf generate`; fix with `npm run gen`);
+// - proto/src/gen from the buf workspace (buf.yaml: proto/ and each service's proto/; `buf generate`; fix
+//   with `npm run gen`);
 // - what is made of services/gateway/openapi/openapi.yaml: its category components (from the
 //   category registry), the gateway's modules and the SDK's types (tools/gen-openapi.mjs; fix with
 //   `npm run -s gen:openapi`);
@@ -13,17 +14,16 @@ import { staleFiles as staleOpenApiFiles } from "./gen-openapi.mjs";
 import { staleFiles as staleRegistryFiles } from "./gen-registry.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
-const protoDir = path.join(root, "proto");
-const committed = path.join(protoDir, "src", "gen");
+const committed = path.join(root, "proto", "src", "gen");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-gen-"));
 
 const buf = path.join(root, "node_modules", ".bin", "buf");
 execFileSync(buf, ["generate", "--output", tmp], {
-  cwd: protoDir,
+  cwd: root,
   stdio: "inherit",
   env: { ...process.env, PATH: `${path.join(root, "node_modules", ".bin")}:${process.env.PATH}` },
 });
-const fresh = path.join(tmp, "src", "gen");
+const fresh = path.join(tmp, "proto", "src", "gen");
 
 function files(dir, base = dir) {
   if (!fs.existsSync(dir)) return [];

@@ -4,7 +4,7 @@
 //
 // writes services/<name>/ (definition, main, tracing, config, first migration with the kit's tables, store,
 // rpc, harness, trust-boundary and integration tests, README, its gateway module with a list and a keyed
-// create route, its OpenAPI operations and authz bodies), its proto (proto/dpp/<schema>/v1/), its registry
+// create route, its OpenAPI operations and authz bodies), its proto (services/<name>/proto/dpp/<schema>/v1/, a module of the buf workspace), its registry
 // entry in services.json (the next free port; schema = name with "_"), then links it into the workspace with
 // the pinned pnpm (its lockfile block only) and runs the generators. Nothing else is edited by hand; then
 // `npm run check:service -- <name>`.
@@ -117,6 +117,9 @@ run("npm", [
   "--frozen-lockfile=false",
   "--prefer-offline",
 ]);
+// The registry's files first (buf.yaml gains the service's proto module), then the proto's code, then the
+// registry's files that read that code (the @dpp/proto namespaces).
+run("npm", ["run", "-s", "gen:registry"]);
 run("npm", ["run", "-s", "gen"]);
 run("npm", ["run", "-s", "gen:registry"]);
 run("npm", ["run", "-s", "gen:openapi"]);

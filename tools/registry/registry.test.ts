@@ -190,9 +190,10 @@ describe("services.json", () => {
     expect((error as RegistryError).problems.join("\n")).toMatch(message);
   });
 
-  test("every proto service it lists is declared under proto/", () => {
+  test("every proto service it lists is declared in the service's own proto/ folder", () => {
     const declared = new Set<string>();
-    for (const file of filesUnder(path.join(REPO_ROOT, "proto", "dpp")).filter((f) => f.endsWith(".proto"))) {
+    const owned = registry.flatMap((s) => filesUnder(path.join(REPO_ROOT, s.folder, "proto")));
+    for (const file of owned.filter((f) => f.endsWith(".proto"))) {
       const text = fs.readFileSync(file, "utf8");
       const pkg = /^package\s+([\w.]+);/m.exec(text)?.[1];
       for (const m of text.matchAll(/^service\s+(\w+)\s*\{/gm)) declared.add(`${pkg}.${m[1]}`);

@@ -13,7 +13,7 @@
 //   n.readScope, n.writeScope    the key scopes of its two routes
 //   n.port      50057
 export const files = (n) => ({
-  [`proto/dpp/${n.schema}/v1/${n.schema}_service.proto`]: proto(n),
+  [`services/${n.name}/proto/dpp/${n.schema}/v1/${n.schema}_service.proto`]: proto(n),
   [`services/${n.name}/package.json`]: packageJson(n),
   [`services/${n.name}/tsconfig.json`]: `{ "extends": "../../tsconfig.base.json", "include": ["src", "test", "migrations", "gateway"] }\n`,
   [`services/${n.name}/README.md`]: readme(n),
