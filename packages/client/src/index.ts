@@ -3,11 +3,8 @@
  * The types come from the OpenAPI document (src/openapi.generated.ts, `npm run -s gen:openapi`);
  * the rest is the small layer that follows the spec's rules.
  */
+export { Dpp, Events, OrganizationClient, Passports } from "./client";
 export {
-  Dpp,
-  Events,
-  OrganizationClient,
-  Passports,
   SDK_VERSION,
   type ConditionalOptions,
   type DppOptions,
@@ -15,7 +12,7 @@ export {
   type ResponseInfo,
   type WithResponse,
   type WriteOptions,
-} from "./client";
+} from "./core";
 export {
   DppConnectionError,
   DppError,
