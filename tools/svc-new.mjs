@@ -38,8 +38,11 @@ const registry = JSON.parse(fs.readFileSync(registryFile, "utf8"));
 if (registry.services.some((s) => s.name === name)) fail(`${name} is registered already`);
 
 /** The next free gRPC port: above every registered port and every port the chart reserves. */
+/** The port the chart's values reserve for this name, or the next one after every registered or reserved port. */
 function nextPort() {
   const values = YAML.parse(fs.readFileSync(path.join(root, "charts", "dpp", "values.yaml"), "utf8"));
+  const own = values.components[name]?.port;
+  if (typeof own === "number") return own;
   const reserved = Object.entries(values.components)
     .filter(([n]) => n !== name)
     .map(([, c]) => c.port);
