@@ -564,6 +564,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/filings": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List filings
+     * @description The filings of the organization in the key's mode, newest first.
+     */
+    get: operations["listFilings"];
+    put?: never;
+    /**
+     * Create a filing
+     * @description Creates a filing. `label` is required (1 to 200 characters after trimming), else 422
+     *     `validation_failed`. Body limit: 4 KiB (4096 bytes).
+     */
+    post: operations["createFiling"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -873,7 +901,8 @@ export interface components {
       | "units:write"
       | "events:read"
       | "filings:write"
-      | "keys:admin";
+      | "keys:admin"
+      | "filings:read";
     /** @description A GTIN normalized to 14 digits. */
     Gtin14: string;
     /**
@@ -4164,6 +4193,22 @@ export interface components {
       | components["schemas"]["TextileDataPatch"]
       | components["schemas"]["BatteryDataPatch"]
       | components["schemas"]["GeneralDataPatch"];
+    Filing: {
+      /** @constant */
+      object: "filing";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/filings/<id> */
+      name: string;
+      livemode: boolean;
+      label: string;
+      created_at: components["schemas"]["Timestamp"];
+    };
+    FilingList: components["schemas"]["List"] & {
+      data: components["schemas"]["Filing"][];
+    };
+    CreateFilingRequest: {
+      label: string;
+    };
   };
   responses: {
     /**
@@ -5181,6 +5226,88 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listFilings: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of filings. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["FilingList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createFiling: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateFilingRequest"];
+      };
+    };
+    responses: {
+      /** @description The new filing. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Filing"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

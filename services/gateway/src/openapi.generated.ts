@@ -49,6 +49,10 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
     {
       "name": "API description",
       "description": "This document, machine-readable."
+    },
+    {
+      "name": "Filings",
+      "description": "The filings of one organization and mode."
     }
   ],
   "paths": {
@@ -1486,6 +1490,152 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           }
         }
       }
+    },
+    "/organizations/{organization}/filings": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        }
+      ],
+      "get": {
+        "operationId": "listFilings",
+        "tags": [
+          "Filings"
+        ],
+        "summary": "List filings",
+        "description": "The filings of the organization in the key's mode, newest first.",
+        "security": [
+          {
+            "bearerAuth": [
+              "filings:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "$ref": "#/components/parameters/Cursor"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of filings.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/FilingList"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "createFiling",
+        "tags": [
+          "Filings"
+        ],
+        "summary": "Create a filing",
+        "description": "Creates a filing. `label` is required (1 to 200 characters after trimming), else 422\n`validation_failed`. Body limit: 4 KiB (4096 bytes).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "filings:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 4096,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateFilingRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The new filing.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Filing"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -2633,7 +2783,8 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "units:write",
           "events:read",
           "filings:write",
-          "keys:admin"
+          "keys:admin",
+          "filings:read"
         ]
       },
       "Gtin14": {
@@ -10692,6 +10843,74 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
             "$ref": "#/components/schemas/GeneralDataPatch"
           }
         ]
+      },
+      "Filing": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "livemode",
+          "label",
+          "created_at"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "filing"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/filings/<id>"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "label": {
+            "type": "string"
+          },
+          "created_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          }
+        }
+      },
+      "FilingList": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/List"
+          },
+          {
+            "type": "object",
+            "required": [
+              "data"
+            ],
+            "properties": {
+              "data": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/Filing"
+                }
+              }
+            }
+          }
+        ]
+      },
+      "CreateFilingRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "label"
+        ],
+        "properties": {
+          "label": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200
+          }
+        }
       }
     }
   }

@@ -1,0 +1,2 @@
+export { filingsService } from "./service";
+export { filingsEnv } from "./config";
