@@ -564,28 +564,49 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  "/organizations/{organization}/filings": {
+  "/organizations/{organization}/passports/{id}/affichage": {
     parameters: {
       query?: never;
       header?: never;
       path: {
         /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
         organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
       };
       cookie?: never;
     };
     /**
-     * List filings
-     * @description The filings of the organization in the key's mode, newest first.
+     * Read a passport's affichage state
+     * @description The filing state of the passport (`not_filed` or `filed`) and what blocks a filing now: `blockers`
+     *     lists, in the order a filing refuses, the codes it would answer (`test_mode_refused`,
+     *     `entitlement_unavailable`, `wrong_status`, `gtin_required`, `attestation_required`,
+     *     `delegation_required`; `portal_unavailable` when no portal is configured). `filing_available` is true
+     *     when there is none. The delegation here is the recorded one; a filing also asks the portal.
      */
-    get: operations["listFilings"];
+    get: operations["getAffichage"];
     put?: never;
     /**
-     * Create a filing
-     * @description Creates a filing. `label` is required (1 to 200 characters after trimming), else 422
-     *     `validation_failed`. Body limit: 4 KiB (4096 bytes).
+     * File the affichage declaration
+     * @description Files the passport's declaration with the portal. No body. A repeat that changes nothing answers
+     *     `changed` false with `unchanged_reason`: `already_filed` (the portal holds this declaration, as filed
+     *     before) or `portal_already_declared` (the portal answered that the declaration exists).
+     *
+     *     Refusals: 403 `test_mode_refused` (test keys never reach the portal), 503 `entitlement_unavailable`
+     *     with `Retry-After` (the subscription is past due or cancelled, so the entitlement cannot be
+     *     confirmed), 409 `wrong_status` (only a published passport is filed), 422 `gtin_required` (no GTIN, or
+     *     one without a GTIN-13 form), 403 `attestation_required`, 403 `delegation_required` (recorded delegation
+     *     not active: `details.checked` `record`; the portal does not list it now: `details.checked` `portal`),
+     *     502 `portal_unavailable`.
+     *
+     *     **`portal_unavailable`** means the portal did not answer in time: the declaration may or may not be
+     *     recorded. The same Idempotency-Key replays this error; retry with a NEW key. Before it files, every
+     *     filing asks the portal whether this declaration is already recorded, so the retry never files twice:
+     *     when it was recorded, the retry answers it (`changed` true, since this is its first answer).
+     *
+     *     The portal is called at most once per Idempotency-Key, whatever retries and races happen.
      */
-    post: operations["createFiling"];
+    post: operations["fileAffichage"];
     delete?: never;
     options?: never;
     head?: never;
@@ -901,8 +922,7 @@ export interface components {
       | "units:write"
       | "events:read"
       | "filings:write"
-      | "keys:admin"
-      | "filings:read";
+      | "keys:admin";
     /** @description A GTIN normalized to 14 digits. */
     Gtin14: string;
     /**
@@ -4193,21 +4213,60 @@ export interface components {
       | components["schemas"]["TextileDataPatch"]
       | components["schemas"]["BatteryDataPatch"]
       | components["schemas"]["GeneralDataPatch"];
-    Filing: {
+    /** @description The affichage read form. */
+    Affichage: {
       /** @constant */
-      object: "filing";
-      id: components["schemas"]["Identifier"];
-      /** @description organizations/<organization_id>/filings/<id> */
+      object: "affichage";
+      /** @description organizations/<organization_id>/passports/<id>/affichage */
       name: string;
+      organization_id: string;
+      passport_id: string;
       livemode: boolean;
-      label: string;
-      created_at: components["schemas"]["Timestamp"];
+      /** @enum {string} */
+      status: "not_filed" | "filed";
+      filed_at: components["schemas"]["NullableTimestamp"];
+      /** @description The GTIN-8 or GTIN-13 the portal holds the declaration under. */
+      portal_gtin: string | null;
+      portal_score: number | null;
+      filing_available: boolean;
+      blockers: string[];
+      /** @description none, pending, active or revoked. */
+      delegation_status: string;
     };
-    FilingList: components["schemas"]["List"] & {
-      data: components["schemas"]["Filing"][];
+    /** @description The affichage filing form. */
+    AffichageFiling: {
+      /** @constant */
+      object: "affichage";
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      livemode: boolean;
+      changed: boolean;
+      /** @enum {string|null} */
+      unchanged_reason: "already_filed" | "portal_already_declared" | null;
+      /** @constant */
+      status: "filed";
+      filed_at: components["schemas"]["Timestamp"];
+      portal_gtin: string;
+      /** @description The score the portal computed. */
+      portal_score: number;
+      /** @description The score per 100 g. */
+      standardized_score: number;
+      durability: number;
+      /** @description The portal's label image of the score. */
+      official_label_url: string;
+      /** @description The scoring engine's version, its name replaced by the word engine (`engine 7.0.0`). */
+      engine_version: string;
+      /** @description The score the platform declared; null when the portal computed it. */
+      declared_score: number | null;
+      /** @description The filing used the free offer (a plan without filing included). */
+      free_offer: boolean;
     };
-    CreateFilingRequest: {
-      label: string;
+    ErrorEnvelope502: components["schemas"]["ErrorEnvelope"] & {
+      error: {
+        /** @enum {string} */
+        code: "portal_unavailable";
+      };
     };
   };
   responses: {
@@ -5230,31 +5289,28 @@ export interface operations {
       500: components["responses"]["InternalError"];
     };
   };
-  listFilings: {
+  getAffichage: {
     parameters: {
-      query?: {
-        /** @description Page size, an integer from 1 to 100. */
-        limit?: components["parameters"]["Limit"];
-        /** @description The previous page's `next_cursor`, exactly as received. */
-        cursor?: components["parameters"]["Cursor"];
-      };
+      query?: never;
       header?: never;
       path: {
         /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
         organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
       };
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description A page of filings. */
+      /** @description The affichage read form. */
       200: {
         headers: {
           "Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["FilingList"];
+          "application/json": components["schemas"]["Affichage"];
         };
       };
       400: components["responses"]["BadRequest"];
@@ -5265,7 +5321,7 @@ export interface operations {
       500: components["responses"]["InternalError"];
     };
   };
-  createFiling: {
+  fileAffichage: {
     parameters: {
       query?: never;
       header?: {
@@ -5280,24 +5336,22 @@ export interface operations {
       path: {
         /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
         organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
       };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        "application/json": components["schemas"]["CreateFilingRequest"];
-      };
-    };
+    requestBody?: never;
     responses: {
-      /** @description The new filing. */
-      201: {
+      /** @description The affichage filing form. */
+      200: {
         headers: {
           "Request-Id": components["headers"]["RequestId"];
           "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Filing"];
+          "application/json": components["schemas"]["AffichageFiling"];
         };
       };
       400: components["responses"]["BadRequest"];
@@ -5305,11 +5359,22 @@ export interface operations {
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
       409: components["responses"]["Conflict"];
-      413: components["responses"]["PayloadTooLarge"];
-      415: components["responses"]["UnsupportedMediaType"];
-      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
+      /**
+       * @description `portal_unavailable`: the portal did not answer in time; the declaration may or may not be recorded.
+       *     Retry with a NEW Idempotency-Key (the same key replays this error).
+       */
+      502: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope502"];
+        };
+      };
+      503: components["responses"]["ServiceUnavailable"];
     };
   };
 }

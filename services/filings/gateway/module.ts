@@ -1,76 +1,109 @@
 /**
  * The gateway's routes of the filings service (this file runs in the gateway: it is listed by
  * services/gateway/src/modules/index.generated.ts). Each handler reads the request, calls one method and maps
- * the answer to the public JSON of openapi.yaml.
+ * the answer to the public JSON of openapi.yaml. The organization's delegation on the portal is state the
+ * gateway keeps with the organization (admin CLI `org:delegation`); it travels in the request, and a filing
+ * also checks it against the portal at call time.
  */
-import { ApiError } from "@dpp/contract";
-import { parseLimit, type ClientOf } from "@dpp/kit";
+import type { ClientOf } from "@dpp/kit";
 import type { filingsV1 } from "@dpp/proto";
 import {
-  bodyObject,
-  KiB,
-  list,
+  noBody,
+  orNull,
   rfc3339,
-  single,
-  unknownMembers,
+  rfc3339OrNull,
   type GatewayModule,
+  type ModuleDeps,
   type ModuleFactory,
 } from "@dpp/gateway/modules";
 
 export type FilingsClient = ClientOf<typeof filingsV1.FilingsService>;
 
-export const filingsJson = (x: filingsV1.Filing) => ({
-  object: "filing" as const,
-  id: x.id,
-  name: `organizations/${x.organizationId}/filings/${x.id}`,
-  livemode: x.livemode,
-  label: x.label,
-  created_at: rfc3339(x.createdAt),
+const affichageName = (organizationId: string, passportId: string) =>
+  `organizations/${organizationId}/passports/${passportId}/affichage`;
+
+export const affichageJson = (a: filingsV1.Affichage) => ({
+  object: "affichage" as const,
+  name: affichageName(a.organizationId, a.passportId),
+  organization_id: a.organizationId,
+  passport_id: a.passportId,
+  livemode: a.livemode,
+  status: a.status,
+  filed_at: rfc3339OrNull(a.filedAt),
+  portal_gtin: orNull(a.portalGtin),
+  portal_score: orNull(a.portalScore),
+  filing_available: a.filingAvailable,
+  blockers: a.blockers,
+  delegation_status: a.delegationStatus,
 });
 
-export function filingsModule(deps: { client: FilingsClient }): GatewayModule {
-  const { client } = deps;
+export const affichageFilingJson = (f: filingsV1.AffichageFiling) => ({
+  object: "affichage" as const,
+  name: affichageName(f.organizationId, f.passportId),
+  organization_id: f.organizationId,
+  passport_id: f.passportId,
+  livemode: f.livemode,
+  changed: f.changed,
+  unchanged_reason: orNull(f.unchangedReason),
+  status: f.status,
+  filed_at: rfc3339(f.filedAt),
+  portal_gtin: f.portalGtin,
+  portal_score: f.portalScore,
+  standardized_score: f.standardizedScore,
+  durability: f.durability,
+  official_label_url: f.officialLabelUrl,
+  engine_version: f.engineVersion,
+  declared_score: orNull(f.declaredScore),
+  free_offer: f.freeOffer,
+});
+
+export function filingsModule(deps: {
+  client: FilingsClient;
+  identity: Pick<ModuleDeps["identity"], "findOrganization">;
+}): GatewayModule {
+  const { client, identity } = deps;
+  /** The organization's delegation as its record holds it. */
+  const delegation = async (organizationId: string | undefined) => {
+    const org = organizationId ? await identity.findOrganization(organizationId) : undefined;
+    return {
+      status: org?.affichage_delegation_status ?? "none",
+      portalBrandId: org?.affichage_portal_brand_id ?? undefined,
+    };
+  };
   return {
     name: "filings",
     routes: [
       {
-        operationId: "listFilings",
+        operationId: "getAffichage",
         method: "GET",
-        path: "/organizations/{organization}/filings",
+        path: "/organizations/{organization}/passports/{id}/affichage",
         auth: "organization",
-        scope: "filings:read",
+        scope: "passports:read",
         idempotent: false,
         successStatus: 200,
-        query: { limit: "single", cursor: "single" },
-        handler: async ({ ctx, query }) => {
-          const res = await client.listFilings(
-            { limit: parseLimit(single(query, "limit")), cursor: single(query, "cursor") },
+        handler: async ({ ctx, params }) => {
+          const res = await client.getAffichage(
+            { passportId: params.id!, delegation: await delegation(ctx.organizationId) },
             { context: ctx },
           );
-          return { body: list(res.filings.map(filingsJson), res.hasMore, res.nextCursor || null) };
+          return { body: affichageJson(res.affichage!) };
         },
       },
       {
-        operationId: "createFiling",
+        operationId: "fileAffichage",
         method: "POST",
-        path: "/organizations/{organization}/filings",
+        path: "/organizations/{organization}/passports/{id}/affichage",
         auth: "organization",
         scope: "filings:write",
         idempotent: true,
-        bodyLimitBytes: 4 * KiB,
-        successStatus: 201,
-        handler: async ({ ctx, body }) => {
-          const b = bodyObject(body);
-          const issues = unknownMembers(b, ["label"]);
-          if (b.label !== undefined && typeof b.label !== "string")
-            issues.push({ source: { pointer: "/label" }, rule: "type", message: "label must be a string." });
-          if (issues.length)
-            throw new ApiError("validation_failed", "The filing cannot be created.", { issues });
-          const res = await client.createFiling(
-            { label: (b.label as string | undefined) ?? "" },
+        successStatus: 200,
+        handler: async ({ ctx, params, body }) => {
+          noBody(body);
+          const res = await client.fileAffichage(
+            { passportId: params.id!, delegation: await delegation(ctx.organizationId) },
             { context: ctx },
           );
-          return { body: filingsJson(res.filing!) };
+          return { body: affichageFilingJson(res.filing!) };
         },
       },
     ],
@@ -78,4 +111,5 @@ export function filingsModule(deps: { client: FilingsClient }): GatewayModule {
 }
 
 /** The module in the gateway's module list. */
-export const fromDeps: ModuleFactory = (deps) => filingsModule({ client: deps.filings });
+export const fromDeps: ModuleFactory = (deps) =>
+  filingsModule({ client: deps.filings, identity: deps.identity });

@@ -23,7 +23,8 @@ export interface Harness {
 }
 
 export async function startHarness(label: string): Promise<Harness> {
-  const service = await startServiceUnderTest(filingsService, {}, label);
+  // No passport and no portal: these tests call what needs neither (an unreachable address, never another stack's).
+  const service = await startServiceUnderTest(filingsService, { PASSPORT_ADDR: "127.0.0.1:9" }, label);
   const query = createDb<FilingsDB>({
     url: service.database.url,
     schema: FILINGS_SCHEMA,
@@ -36,7 +37,7 @@ export async function startHarness(label: string): Promise<Harness> {
     sql: query,
     rowCounts: async (t) => {
       const counts: Record<string, number> = {};
-      for (const table of ["filing", "idempotency", "outbox"]) {
+      for (const table of ["affichage", "attestation", "idempotency", "outbox"]) {
         const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}
           where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(query);
         counts[table] = rows[0]!.n;

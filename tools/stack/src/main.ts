@@ -182,6 +182,7 @@ async function main() {
     writeStackFile({
       database_url: databaseUrl,
       passport_addr: stack.services.passport.address,
+      filings_addr: stack.services.filings.address,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });

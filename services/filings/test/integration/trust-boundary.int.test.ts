@@ -17,8 +17,13 @@ describeTrustBoundary(filingsV1.FilingsService, {
   under: () => h.service,
   tenant: () => victim,
   calls: [
-    { method: "listFilings", request: () => ({}) },
-    { method: "createFiling", request: () => ({ label: "forged" }) },
+    { method: "getAffichage", request: () => ({ passportId: "pp_1" }) },
+    {
+      method: "fileAffichage",
+      request: () => ({ passportId: "pp_1", delegation: { status: "active", portalBrandId: "b" } }),
+    },
+    { method: "recordAttestation", request: () => ({ acceptedBy: "Forged", wordingVersion: "2026-01" }) },
+    { method: "getFilingSettings", request: () => ({}) },
   ],
   snapshot: () => h.rowCounts(victim),
 });

@@ -12,16 +12,42 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/filings/v1/filings_service.proto.
  */
 export const file_dpp_filings_v1_filings_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRkcHAvZmlsaW5ncy92MS9maWxpbmdzX3NlcnZpY2UucHJvdG8SDmRwcC5maWxpbmdzLnYxIn4KBkZpbGluZxIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSDQoFbGFiZWwYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJAoTQ3JlYXRlRmlsaW5nUmVxdWVzdBINCgVsYWJlbBgBIAEoCSI+ChRDcmVhdGVGaWxpbmdSZXNwb25zZRImCgZmaWxpbmcYASABKAsyFi5kcHAuZmlsaW5ncy52MS5GaWxpbmciMwoSTGlzdEZpbGluZ3NSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJlChNMaXN0RmlsaW5nc1Jlc3BvbnNlEicKB2ZpbGluZ3MYASADKAsyFi5kcHAuZmlsaW5ncy52MS5GaWxpbmcSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkywwEKDkZpbGluZ3NTZXJ2aWNlElkKDENyZWF0ZUZpbGluZxIjLmRwcC5maWxpbmdzLnYxLkNyZWF0ZUZpbGluZ1JlcXVlc3QaJC5kcHAuZmlsaW5ncy52MS5DcmVhdGVGaWxpbmdSZXNwb25zZRJWCgtMaXN0RmlsaW5ncxIiLmRwcC5maWxpbmdzLnYxLkxpc3RGaWxpbmdzUmVxdWVzdBojLmRwcC5maWxpbmdzLnYxLkxpc3RGaWxpbmdzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiRkcHAvZmlsaW5ncy92MS9maWxpbmdzX3NlcnZpY2UucHJvdG8SDmRwcC5maWxpbmdzLnYxIk4KCkRlbGVnYXRpb24SDgoGc3RhdHVzGAEgASgJEhwKD3BvcnRhbF9icmFuZF9pZBgCIAEoCUgAiAEBQhIKEF9wb3J0YWxfYnJhbmRfaWQipgIKCUFmZmljaGFnZRITCgtwYXNzcG9ydF9pZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSDgoGc3RhdHVzGAQgASgJEiwKCGZpbGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYCgtwb3J0YWxfZ3RpbhgGIAEoCUgAiAEBEhkKDHBvcnRhbF9zY29yZRgHIAEoAUgBiAEBEhgKEGZpbGluZ19hdmFpbGFibGUYCCABKAgSEAoIYmxvY2tlcnMYCSADKAkSGQoRZGVsZWdhdGlvbl9zdGF0dXMYCiABKAlCDgoMX3BvcnRhbF9ndGluQg8KDV9wb3J0YWxfc2NvcmUiWgoTR2V0QWZmaWNoYWdlUmVxdWVzdBITCgtwYXNzcG9ydF9pZBgBIAEoCRIuCgpkZWxlZ2F0aW9uGAIgASgLMhouZHBwLmZpbGluZ3MudjEuRGVsZWdhdGlvbiJEChRHZXRBZmZpY2hhZ2VSZXNwb25zZRIsCglhZmZpY2hhZ2UYASABKAsyGS5kcHAuZmlsaW5ncy52MS5BZmZpY2hhZ2UiWwoURmlsZUFmZmljaGFnZVJlcXVlc3QSEwoLcGFzc3BvcnRfaWQYASABKAkSLgoKZGVsZWdhdGlvbhgCIAEoCzIaLmRwcC5maWxpbmdzLnYxLkRlbGVnYXRpb24ipwMKD0FmZmljaGFnZUZpbGluZxITCgtwYXNzcG9ydF9pZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSDwoHY2hhbmdlZBgEIAEoCBIdChB1bmNoYW5nZWRfcmVhc29uGAUgASgJSACIAQESDgoGc3RhdHVzGAYgASgJEiwKCGZpbGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtwb3J0YWxfZ3RpbhgIIAEoCRIUCgxwb3J0YWxfc2NvcmUYCSABKAESGgoSc3RhbmRhcmRpemVkX3Njb3JlGAogASgBEhIKCmR1cmFiaWxpdHkYCyABKAESGgoSb2ZmaWNpYWxfbGFiZWxfdXJsGAwgASgJEhYKDmVuZ2luZV92ZXJzaW9uGA0gASgJEhsKDmRlY2xhcmVkX3Njb3JlGA4gASgBSAGIAQESEgoKZnJlZV9vZmZlchgPIAEoCEITChFfdW5jaGFuZ2VkX3JlYXNvbkIRCg9fZGVjbGFyZWRfc2NvcmUiSAoVRmlsZUFmZmljaGFnZVJlc3BvbnNlEi8KBmZpbGluZxgBIAEoCzIfLmRwcC5maWxpbmdzLnYxLkFmZmljaGFnZUZpbGluZyJIChhSZWNvcmRBdHRlc3RhdGlvblJlcXVlc3QSEwoLYWNjZXB0ZWRfYnkYASABKAkSFwoPd29yZGluZ192ZXJzaW9uGAIgASgJInoKGVJlY29yZEF0dGVzdGF0aW9uUmVzcG9uc2USEwoLYWNjZXB0ZWRfYnkYASABKAkSFwoPd29yZGluZ192ZXJzaW9uGAIgASgJEi8KC2FjY2VwdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIaChhHZXRGaWxpbmdTZXR0aW5nc1JlcXVlc3QiwgEKGUdldEZpbGluZ1NldHRpbmdzUmVzcG9uc2USGQoRcG9ydGFsX2NvbmZpZ3VyZWQYASABKAgSKAobYXR0ZXN0YXRpb25fd29yZGluZ192ZXJzaW9uGAIgASgJSACIAQESJAoXYXR0ZXN0YXRpb25fYWNjZXB0ZWRfYnkYAyABKAlIAYgBAUIeChxfYXR0ZXN0YXRpb25fd29yZGluZ192ZXJzaW9uQhoKGF9hdHRlc3RhdGlvbl9hY2NlcHRlZF9ieTKdAwoORmlsaW5nc1NlcnZpY2USWQoMR2V0QWZmaWNoYWdlEiMuZHBwLmZpbGluZ3MudjEuR2V0QWZmaWNoYWdlUmVxdWVzdBokLmRwcC5maWxpbmdzLnYxLkdldEFmZmljaGFnZVJlc3BvbnNlElwKDUZpbGVBZmZpY2hhZ2USJC5kcHAuZmlsaW5ncy52MS5GaWxlQWZmaWNoYWdlUmVxdWVzdBolLmRwcC5maWxpbmdzLnYxLkZpbGVBZmZpY2hhZ2VSZXNwb25zZRJoChFSZWNvcmRBdHRlc3RhdGlvbhIoLmRwcC5maWxpbmdzLnYxLlJlY29yZEF0dGVzdGF0aW9uUmVxdWVzdBopLmRwcC5maWxpbmdzLnYxLlJlY29yZEF0dGVzdGF0aW9uUmVzcG9uc2USaAoRR2V0RmlsaW5nU2V0dGluZ3MSKC5kcHAuZmlsaW5ncy52MS5HZXRGaWxpbmdTZXR0aW5nc1JlcXVlc3QaKS5kcHAuZmlsaW5ncy52MS5HZXRGaWxpbmdTZXR0aW5nc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
- * @generated from message dpp.filings.v1.Filing
+ * The organization's delegation on the portal, as its record at the gateway holds it.
+ *
+ * @generated from message dpp.filings.v1.Delegation
  */
-export type Filing = Message<"dpp.filings.v1.Filing"> & {
+export type Delegation = Message<"dpp.filings.v1.Delegation"> & {
   /**
-   * @generated from field: string id = 1;
+   * none, pending, active or revoked.
+   *
+   * @generated from field: string status = 1;
    */
-  id: string;
+  status: string;
+
+  /**
+   * @generated from field: optional string portal_brand_id = 2;
+   */
+  portalBrandId?: string | undefined;
+};
+
+/**
+ * Describes the message dpp.filings.v1.Delegation.
+ * Use `create(DelegationSchema)` to create a new message.
+ */
+export const DelegationSchema: GenMessage<Delegation> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 0);
+
+/**
+ * @generated from message dpp.filings.v1.Affichage
+ */
+export type Affichage = Message<"dpp.filings.v1.Affichage"> & {
+  /**
+   * @generated from field: string passport_id = 1;
+   */
+  passportId: string;
 
   /**
    * @generated from field: string organization_id = 2;
@@ -34,137 +60,357 @@ export type Filing = Message<"dpp.filings.v1.Filing"> & {
   livemode: boolean;
 
   /**
-   * @generated from field: string label = 4;
+   * not_filed or filed.
+   *
+   * @generated from field: string status = 4;
    */
-  label: string;
+  status: string;
 
   /**
-   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   * @generated from field: google.protobuf.Timestamp filed_at = 5;
    */
-  createdAt?: Timestamp | undefined;
+  filedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string portal_gtin = 6;
+   */
+  portalGtin?: string | undefined;
+
+  /**
+   * @generated from field: optional double portal_score = 7;
+   */
+  portalScore?: number | undefined;
+
+  /**
+   * @generated from field: bool filing_available = 8;
+   */
+  filingAvailable: boolean;
+
+  /**
+   * @generated from field: repeated string blockers = 9;
+   */
+  blockers: string[];
+
+  /**
+   * @generated from field: string delegation_status = 10;
+   */
+  delegationStatus: string;
 };
 
 /**
- * Describes the message dpp.filings.v1.Filing.
- * Use `create(FilingSchema)` to create a new message.
+ * Describes the message dpp.filings.v1.Affichage.
+ * Use `create(AffichageSchema)` to create a new message.
  */
-export const FilingSchema: GenMessage<Filing> = /*@__PURE__*/
-  messageDesc(file_dpp_filings_v1_filings_service, 0);
-
-/**
- * @generated from message dpp.filings.v1.CreateFilingRequest
- */
-export type CreateFilingRequest = Message<"dpp.filings.v1.CreateFilingRequest"> & {
-  /**
-   * @generated from field: string label = 1;
-   */
-  label: string;
-};
-
-/**
- * Describes the message dpp.filings.v1.CreateFilingRequest.
- * Use `create(CreateFilingRequestSchema)` to create a new message.
- */
-export const CreateFilingRequestSchema: GenMessage<CreateFilingRequest> = /*@__PURE__*/
+export const AffichageSchema: GenMessage<Affichage> = /*@__PURE__*/
   messageDesc(file_dpp_filings_v1_filings_service, 1);
 
 /**
- * @generated from message dpp.filings.v1.CreateFilingResponse
+ * @generated from message dpp.filings.v1.GetAffichageRequest
  */
-export type CreateFilingResponse = Message<"dpp.filings.v1.CreateFilingResponse"> & {
+export type GetAffichageRequest = Message<"dpp.filings.v1.GetAffichageRequest"> & {
   /**
-   * @generated from field: dpp.filings.v1.Filing filing = 1;
+   * @generated from field: string passport_id = 1;
    */
-  filing?: Filing | undefined;
+  passportId: string;
+
+  /**
+   * @generated from field: dpp.filings.v1.Delegation delegation = 2;
+   */
+  delegation?: Delegation | undefined;
 };
 
 /**
- * Describes the message dpp.filings.v1.CreateFilingResponse.
- * Use `create(CreateFilingResponseSchema)` to create a new message.
+ * Describes the message dpp.filings.v1.GetAffichageRequest.
+ * Use `create(GetAffichageRequestSchema)` to create a new message.
  */
-export const CreateFilingResponseSchema: GenMessage<CreateFilingResponse> = /*@__PURE__*/
+export const GetAffichageRequestSchema: GenMessage<GetAffichageRequest> = /*@__PURE__*/
   messageDesc(file_dpp_filings_v1_filings_service, 2);
 
 /**
- * @generated from message dpp.filings.v1.ListFilingsRequest
+ * @generated from message dpp.filings.v1.GetAffichageResponse
  */
-export type ListFilingsRequest = Message<"dpp.filings.v1.ListFilingsRequest"> & {
+export type GetAffichageResponse = Message<"dpp.filings.v1.GetAffichageResponse"> & {
   /**
-   * 1..100; 0 means the default (20).
-   *
-   * @generated from field: int32 limit = 1;
+   * @generated from field: dpp.filings.v1.Affichage affichage = 1;
    */
-  limit: number;
-
-  /**
-   * next_cursor of the previous page; empty for the first.
-   *
-   * @generated from field: string cursor = 2;
-   */
-  cursor: string;
+  affichage?: Affichage | undefined;
 };
 
 /**
- * Describes the message dpp.filings.v1.ListFilingsRequest.
- * Use `create(ListFilingsRequestSchema)` to create a new message.
+ * Describes the message dpp.filings.v1.GetAffichageResponse.
+ * Use `create(GetAffichageResponseSchema)` to create a new message.
  */
-export const ListFilingsRequestSchema: GenMessage<ListFilingsRequest> = /*@__PURE__*/
+export const GetAffichageResponseSchema: GenMessage<GetAffichageResponse> = /*@__PURE__*/
   messageDesc(file_dpp_filings_v1_filings_service, 3);
 
 /**
- * @generated from message dpp.filings.v1.ListFilingsResponse
+ * @generated from message dpp.filings.v1.FileAffichageRequest
  */
-export type ListFilingsResponse = Message<"dpp.filings.v1.ListFilingsResponse"> & {
+export type FileAffichageRequest = Message<"dpp.filings.v1.FileAffichageRequest"> & {
   /**
-   * @generated from field: repeated dpp.filings.v1.Filing filings = 1;
+   * @generated from field: string passport_id = 1;
    */
-  filings: Filing[];
+  passportId: string;
 
   /**
-   * @generated from field: bool has_more = 2;
+   * @generated from field: dpp.filings.v1.Delegation delegation = 2;
    */
-  hasMore: boolean;
-
-  /**
-   * Empty on the last page.
-   *
-   * @generated from field: string next_cursor = 3;
-   */
-  nextCursor: string;
+  delegation?: Delegation | undefined;
 };
 
 /**
- * Describes the message dpp.filings.v1.ListFilingsResponse.
- * Use `create(ListFilingsResponseSchema)` to create a new message.
+ * Describes the message dpp.filings.v1.FileAffichageRequest.
+ * Use `create(FileAffichageRequestSchema)` to create a new message.
  */
-export const ListFilingsResponseSchema: GenMessage<ListFilingsResponse> = /*@__PURE__*/
+export const FileAffichageRequestSchema: GenMessage<FileAffichageRequest> = /*@__PURE__*/
   messageDesc(file_dpp_filings_v1_filings_service, 4);
 
 /**
- * The filings service: the filings of one organization and mode. Refusals travel as the kit's ApiError.
+ * @generated from message dpp.filings.v1.AffichageFiling
+ */
+export type AffichageFiling = Message<"dpp.filings.v1.AffichageFiling"> & {
+  /**
+   * @generated from field: string passport_id = 1;
+   */
+  passportId: string;
+
+  /**
+   * @generated from field: string organization_id = 2;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: bool livemode = 3;
+   */
+  livemode: boolean;
+
+  /**
+   * @generated from field: bool changed = 4;
+   */
+  changed: boolean;
+
+  /**
+   * @generated from field: optional string unchanged_reason = 5;
+   */
+  unchangedReason?: string | undefined;
+
+  /**
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp filed_at = 7;
+   */
+  filedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string portal_gtin = 8;
+   */
+  portalGtin: string;
+
+  /**
+   * @generated from field: double portal_score = 9;
+   */
+  portalScore: number;
+
+  /**
+   * @generated from field: double standardized_score = 10;
+   */
+  standardizedScore: number;
+
+  /**
+   * @generated from field: double durability = 11;
+   */
+  durability: number;
+
+  /**
+   * @generated from field: string official_label_url = 12;
+   */
+  officialLabelUrl: string;
+
+  /**
+   * @generated from field: string engine_version = 13;
+   */
+  engineVersion: string;
+
+  /**
+   * @generated from field: optional double declared_score = 14;
+   */
+  declaredScore?: number | undefined;
+
+  /**
+   * @generated from field: bool free_offer = 15;
+   */
+  freeOffer: boolean;
+};
+
+/**
+ * Describes the message dpp.filings.v1.AffichageFiling.
+ * Use `create(AffichageFilingSchema)` to create a new message.
+ */
+export const AffichageFilingSchema: GenMessage<AffichageFiling> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 5);
+
+/**
+ * @generated from message dpp.filings.v1.FileAffichageResponse
+ */
+export type FileAffichageResponse = Message<"dpp.filings.v1.FileAffichageResponse"> & {
+  /**
+   * @generated from field: dpp.filings.v1.AffichageFiling filing = 1;
+   */
+  filing?: AffichageFiling | undefined;
+};
+
+/**
+ * Describes the message dpp.filings.v1.FileAffichageResponse.
+ * Use `create(FileAffichageResponseSchema)` to create a new message.
+ */
+export const FileAffichageResponseSchema: GenMessage<FileAffichageResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 6);
+
+/**
+ * @generated from message dpp.filings.v1.RecordAttestationRequest
+ */
+export type RecordAttestationRequest = Message<"dpp.filings.v1.RecordAttestationRequest"> & {
+  /**
+   * The person who accepted the wording, by name.
+   *
+   * @generated from field: string accepted_by = 1;
+   */
+  acceptedBy: string;
+
+  /**
+   * @generated from field: string wording_version = 2;
+   */
+  wordingVersion: string;
+};
+
+/**
+ * Describes the message dpp.filings.v1.RecordAttestationRequest.
+ * Use `create(RecordAttestationRequestSchema)` to create a new message.
+ */
+export const RecordAttestationRequestSchema: GenMessage<RecordAttestationRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 7);
+
+/**
+ * @generated from message dpp.filings.v1.RecordAttestationResponse
+ */
+export type RecordAttestationResponse = Message<"dpp.filings.v1.RecordAttestationResponse"> & {
+  /**
+   * @generated from field: string accepted_by = 1;
+   */
+  acceptedBy: string;
+
+  /**
+   * @generated from field: string wording_version = 2;
+   */
+  wordingVersion: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp accepted_at = 3;
+   */
+  acceptedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message dpp.filings.v1.RecordAttestationResponse.
+ * Use `create(RecordAttestationResponseSchema)` to create a new message.
+ */
+export const RecordAttestationResponseSchema: GenMessage<RecordAttestationResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 8);
+
+/**
+ * @generated from message dpp.filings.v1.GetFilingSettingsRequest
+ */
+export type GetFilingSettingsRequest = Message<"dpp.filings.v1.GetFilingSettingsRequest"> & {
+};
+
+/**
+ * Describes the message dpp.filings.v1.GetFilingSettingsRequest.
+ * Use `create(GetFilingSettingsRequestSchema)` to create a new message.
+ */
+export const GetFilingSettingsRequestSchema: GenMessage<GetFilingSettingsRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 9);
+
+/**
+ * @generated from message dpp.filings.v1.GetFilingSettingsResponse
+ */
+export type GetFilingSettingsResponse = Message<"dpp.filings.v1.GetFilingSettingsResponse"> & {
+  /**
+   * A portal is configured, so a filing can reach it.
+   *
+   * @generated from field: bool portal_configured = 1;
+   */
+  portalConfigured: boolean;
+
+  /**
+   * The attestation accepted for this organization and mode, if any.
+   *
+   * @generated from field: optional string attestation_wording_version = 2;
+   */
+  attestationWordingVersion?: string | undefined;
+
+  /**
+   * @generated from field: optional string attestation_accepted_by = 3;
+   */
+  attestationAcceptedBy?: string | undefined;
+};
+
+/**
+ * Describes the message dpp.filings.v1.GetFilingSettingsResponse.
+ * Use `create(GetFilingSettingsResponseSchema)` to create a new message.
+ */
+export const GetFilingSettingsResponseSchema: GenMessage<GetFilingSettingsResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_filings_v1_filings_service, 10);
+
+/**
+ * The filings service: the French environmental display (affichage) filings of one organization and mode, and
+ * the attestation a person at the brand accepted. Refusals travel as the kit's ApiError.
  *
  * @generated from service dpp.filings.v1.FilingsService
  */
 export const FilingsService: GenService<{
   /**
-   * Creates a filing; under an Idempotency-Key (the gateway's), it runs once per key.
+   * The affichage read form of one passport: its filing state and what blocks a filing now.
    *
-   * @generated from rpc dpp.filings.v1.FilingsService.CreateFiling
+   * @generated from rpc dpp.filings.v1.FilingsService.GetAffichage
    */
-  createFiling: {
+  getAffichage: {
     methodKind: "unary";
-    input: typeof CreateFilingRequestSchema;
-    output: typeof CreateFilingResponseSchema;
+    input: typeof GetAffichageRequestSchema;
+    output: typeof GetAffichageResponseSchema;
   },
   /**
-   * Lists the tenant's filings, newest first, a page at a time.
+   * Files the passport's declaration with the portal; under an Idempotency-Key, the portal is called at most
+   * once per key, and a new key first asks the portal whether an earlier declaration was recorded.
    *
-   * @generated from rpc dpp.filings.v1.FilingsService.ListFilings
+   * @generated from rpc dpp.filings.v1.FilingsService.FileAffichage
    */
-  listFilings: {
+  fileAffichage: {
     methodKind: "unary";
-    input: typeof ListFilingsRequestSchema;
-    output: typeof ListFilingsResponseSchema;
+    input: typeof FileAffichageRequestSchema;
+    output: typeof FileAffichageResponseSchema;
+  },
+  /**
+   * Records that a named person at the brand accepted the attestation wording (operators: the admin CLI).
+   *
+   * @generated from rpc dpp.filings.v1.FilingsService.RecordAttestation
+   */
+  recordAttestation: {
+    methodKind: "unary";
+    input: typeof RecordAttestationRequestSchema;
+    output: typeof RecordAttestationResponseSchema;
+  },
+  /**
+   * The organization's filing settings as the capability detail shows them.
+   *
+   * @generated from rpc dpp.filings.v1.FilingsService.GetFilingSettings
+   */
+  getFilingSettings: {
+    methodKind: "unary";
+    input: typeof GetFilingSettingsRequestSchema;
+    output: typeof GetFilingSettingsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_filings_v1_filings_service, 0);
