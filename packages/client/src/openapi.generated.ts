@@ -5359,6 +5359,7 @@ export interface operations {
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
       409: components["responses"]["Conflict"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       /**

@@ -1603,6 +1603,9 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "409": {
             "$ref": "#/components/responses/Conflict"
           },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
           "429": {
             "$ref": "#/components/responses/TooManyRequests"
           },
