@@ -8,6 +8,7 @@
 import type { ClientOf } from "@dpp/kit";
 import type { filingsV1 } from "@dpp/proto";
 import {
+  KiB,
   noBody,
   orNull,
   rfc3339,
@@ -96,6 +97,7 @@ export function filingsModule(deps: {
         auth: "organization",
         scope: "filings:write",
         idempotent: true,
+        bodyLimitBytes: 1 * KiB,
         successStatus: 200,
         handler: async ({ ctx, params, body }) => {
           noBody(body);

@@ -1564,11 +1564,25 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
             ]
           }
         ],
+        "x-body-limit-bytes": 1024,
         "parameters": [
           {
             "$ref": "#/components/parameters/IdempotencyKey"
           }
         ],
+        "requestBody": {
+          "required": false,
+          "description": "No body, or an empty object.",
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "maxProperties": 0
+              }
+            }
+          }
+        },
         "responses": {
           "200": {
             "description": "The affichage filing form.",
@@ -1602,6 +1616,12 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "409": {
             "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
           },
           "422": {
             "$ref": "#/components/responses/UnprocessableEntity"
