@@ -240,6 +240,20 @@ describe("filing", () => {
     });
   });
 
+  it("files and reads through the SDK's typed methods", async () => {
+    const gtin = nextGtin();
+    const id = await publishedPassport(t.liveKey, gtin, 250);
+    const affichage = h.sdk(t.liveKey).organization(t.organizationId).affichage;
+    const before = await affichage.get(id);
+    expect(before).toMatchObject({ status: "not_filed", filing_available: true });
+    const filed = await affichage.file(id, { idempotencyKey: "sdk-file-1" });
+    expect(filed).toMatchObject({ changed: true, status: "filed", portal_gtin: gtin });
+    expect(filed.lastResponse.status).toBe(200);
+    const after = await affichage.get(id);
+    expect(after).toMatchObject({ status: "filed", portal_score: filed.portal_score });
+    expect(await sim.declarations(id)).toHaveLength(1);
+  });
+
   it("calls the portal once when the same key races itself", async () => {
     const id = await publishedPassport(t.liveKey, nextGtin());
     const answers = await Promise.all([1, 2, 3].map(() => file(id, t.liveKey, "k-race")));

@@ -4,6 +4,7 @@
  * the rest is the small layer that follows the spec's rules.
  */
 export { Dpp, Events, OrganizationClient, Passports } from "./client";
+export { AffichageFilings, type Affichage, type AffichageFiling } from "./filings";
 export {
   SDK_VERSION,
   type ConditionalOptions,
