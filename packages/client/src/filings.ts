@@ -15,6 +15,7 @@ import type { components } from "./openapi.generated";
 
 export type Affichage = components["schemas"]["Affichage"];
 export type AffichageFiling = components["schemas"]["AffichageFiling"];
+export type PublishApproval = components["schemas"]["PublishApproval"];
 
 /** The affichage declarations of one organization's passports, in the key's mode. */
 export class AffichageFilings {
@@ -42,6 +43,26 @@ export class AffichageFilings {
     return this.core.send(writeSettings(options), (fetch) =>
       this.core.api.POST("/organizations/{organization}/passports/{id}/affichage", {
         params: this.path(passportId),
+        fetch,
+      }),
+    );
+  }
+}
+
+/**
+ * The publish approvals of one organization: a connector's publish answers DppError `human_approval_required`
+ * (status 202) whose `details.approval_id` names one.
+ */
+export class PublishApprovals {
+  constructor(
+    private readonly core: Core,
+    private readonly organization: string,
+  ) {}
+
+  async get(id: string, options: RequestOptions = {}): Promise<WithResponse<PublishApproval>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.GET("/organizations/{organization}/publish-approvals/{id}", {
+        params: { path: { organization: this.organization, id } },
         fetch,
       }),
     );

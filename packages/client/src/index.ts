@@ -4,7 +4,13 @@
  * the rest is the small layer that follows the spec's rules.
  */
 export { Dpp, Events, OrganizationClient, Passports } from "./client";
-export { AffichageFilings, type Affichage, type AffichageFiling } from "./filings";
+export {
+  AffichageFilings,
+  PublishApprovals,
+  type Affichage,
+  type AffichageFiling,
+  type PublishApproval,
+} from "./filings";
 export {
   SDK_VERSION,
   type ConditionalOptions,

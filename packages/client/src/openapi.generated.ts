@@ -564,6 +564,32 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/publish-approvals/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The publish approval's id (`details.approval_id` of the 202). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Read a publish approval
+     * @description The publish approval in the key's mode: `pending` until a person decides. Another organization's or
+     *     mode's approval is 404 `resource_not_found`.
+     */
+    get: operations["getPublishApproval"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/organizations/{organization}/passports/{id}/affichage": {
     parameters: {
       query?: never;
@@ -4213,6 +4239,26 @@ export interface components {
       | components["schemas"]["TextileDataPatch"]
       | components["schemas"]["BatteryDataPatch"]
       | components["schemas"]["GeneralDataPatch"];
+    PublishApproval: {
+      /** @constant */
+      object: "publish_approval";
+      id: string;
+      /** @description organizations/<organization_id>/publish-approvals/<id> */
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      /** @description organizations/<organization_id>/passports/<id> */
+      passport: string;
+      /** @description The passport's version when the connector asked to publish. */
+      passport_version: number;
+      /** @description `pending` until a person decides. */
+      state: string;
+      variant_review_fingerprint: string | null;
+      /** @description Where a person of the organization reviews the request. */
+      review_url: string;
+      requested_at: components["schemas"]["Timestamp"];
+      livemode: boolean;
+    };
     /** @description The affichage read form. */
     Affichage: {
       /** @constant */
@@ -5279,6 +5325,38 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["EventList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getPublishApproval: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The publish approval's id (`details.approval_id` of the 202). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The publish approval. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PublishApproval"];
         };
       };
       400: components["responses"]["BadRequest"];

@@ -6,7 +6,7 @@
  * also checks it against the portal at call time.
  */
 import type { ClientOf } from "@dpp/kit";
-import type { filingsV1 } from "@dpp/proto";
+import type { filingsV1, passportV1 } from "@dpp/proto";
 import {
   KiB,
   noBody,
@@ -58,11 +58,28 @@ export const affichageFilingJson = (f: filingsV1.AffichageFiling) => ({
   free_offer: f.freeOffer,
 });
 
+/** A connector's publish recorded for a person to approve; kept by passport, which publishes on approval. */
+export const publishApprovalJson = (a: passportV1.PublishApproval) => ({
+  object: "publish_approval" as const,
+  id: a.id,
+  name: `organizations/${a.organizationId}/publish-approvals/${a.id}`,
+  organization_id: a.organizationId,
+  passport_id: a.passportId,
+  passport: `organizations/${a.organizationId}/passports/${a.passportId}`,
+  passport_version: a.passportVersion,
+  state: a.state,
+  variant_review_fingerprint: orNull(a.variantReviewFingerprint),
+  review_url: a.reviewUrl,
+  requested_at: rfc3339(a.requestedAt),
+  livemode: a.livemode,
+});
+
 export function filingsModule(deps: {
   client: FilingsClient;
   identity: Pick<ModuleDeps["identity"], "findOrganization">;
+  passport: Pick<ModuleDeps["passport"], "getPublishApproval">;
 }): GatewayModule {
-  const { client, identity } = deps;
+  const { client, identity, passport } = deps;
   /** The organization's delegation as its record holds it. */
   const delegation = async (organizationId: string | undefined) => {
     const org = organizationId ? await identity.findOrganization(organizationId) : undefined;
@@ -108,10 +125,23 @@ export function filingsModule(deps: {
           return { body: affichageFilingJson(res.filing!) };
         },
       },
+      {
+        operationId: "getPublishApproval",
+        method: "GET",
+        path: "/organizations/{organization}/publish-approvals/{id}",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await passport.getPublishApproval({ id: params.id! }, { context: ctx });
+          return { body: publishApprovalJson(res.approval!) };
+        },
+      },
     ],
   };
 }
 
 /** The module in the gateway's module list. */
 export const fromDeps: ModuleFactory = (deps) =>
-  filingsModule({ client: deps.filings, identity: deps.identity });
+  filingsModule({ client: deps.filings, identity: deps.identity, passport: deps.passport });

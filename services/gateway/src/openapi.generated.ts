@@ -53,6 +53,10 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
     {
       "name": "Affichage",
       "description": "The French environmental display (affichage) declaration of a passport, filed by the platform with the\ngovernment's affichage portal on behalf of the brand. Filing needs: live credentials, an active delegation\nfrom the brand to the platform on the portal (the organization's `delegation_status`, recorded by the\nplatform's operators and checked against the portal at each filing), an attestation accepted by a named\nperson at the brand (wording version `2026-01`), a published passport, and a GTIN the portal takes\n(GTIN-8 or GTIN-13: a GTIN-14 whose indicator digit is 0 is sent as its GTIN-13; any other GTIN-14 is\nrefused with `gtin_required`, `details.reason` `no_gtin13_form`). The capability\n`france_affichage_filing` describes the same state for the organization.\n\nWhere the portal cannot be reached (local stacks, tests), the platform speaks to a portal simulator\nanswering the same API; its score is an openly simplified, deterministic method and its\n`engine_version` says `simulated`: it is never the official score.\n"
+    },
+    {
+      "name": "Publish approvals",
+      "description": "A connector's publish is not applied: it answers 202 `human_approval_required` with `details.approval_id`\nand `details.review_url`, and records a publish approval that a person of the organization reviews.\n"
     }
   ],
   "paths": {
@@ -1467,6 +1471,74 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
                 "schema": {
                   "$ref": "#/components/schemas/EventList"
                 }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/publish-approvals/{id}": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "description": "The publish approval's id (`details.approval_id` of the 202).",
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255
+          }
+        }
+      ],
+      "get": {
+        "operationId": "getPublishApproval",
+        "tags": [
+          "Publish approvals"
+        ],
+        "summary": "Read a publish approval",
+        "description": "The publish approval in the key's mode: `pending` until a person decides. Another organization's or\nmode's approval is 404 `resource_not_found`.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:read"
+            ]
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The publish approval.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PublishApproval"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
               }
             }
           },
@@ -10858,6 +10930,70 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
             "$ref": "#/components/schemas/GeneralDataPatch"
           }
         ]
+      },
+      "PublishApproval": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "organization_id",
+          "passport_id",
+          "passport",
+          "passport_version",
+          "state",
+          "variant_review_fingerprint",
+          "review_url",
+          "requested_at",
+          "livemode"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "publish_approval"
+          },
+          "id": {
+            "type": "string"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/publish-approvals/<id>"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string",
+            "description": "organizations/<organization_id>/passports/<id>"
+          },
+          "passport_version": {
+            "type": "integer",
+            "description": "The passport's version when the connector asked to publish."
+          },
+          "state": {
+            "type": "string",
+            "description": "`pending` until a person decides."
+          },
+          "variant_review_fingerprint": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "review_url": {
+            "type": "string",
+            "description": "Where a person of the organization reviews the request."
+          },
+          "requested_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "livemode": {
+            "type": "boolean"
+          }
+        }
       },
       "Affichage": {
         "type": "object",
