@@ -7,7 +7,7 @@
 import { envelope, KEY_CACHE_BOUND_MS, startHarness, type Harness, type Tenant } from "./support/harness";
 import { startPortalSimulatorProcess, type PortalSimulatorProcess } from "./support/portal-simulator";
 
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 let h: Harness;
 let sim: PortalSimulatorProcess;

@@ -5,7 +5,7 @@
 import { DppError } from "@dpp/client";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
 
-jest.setTimeout(60_000);
+jest.setTimeout(180_000);
 
 let h: Harness;
 let t: Tenant;

@@ -2,8 +2,9 @@
  * The gateway's routes of the filings service (this file runs in the gateway: it is listed by
  * services/gateway/src/modules/index.generated.ts). Each handler reads the request, calls one method and maps
  * the answer to the public JSON of openapi.yaml. The organization's delegation on the portal is state the
- * gateway keeps with the organization (admin CLI `org:delegation`); it travels in the request, and a filing
- * also checks it against the portal at call time.
+ * gateway keeps with the organization (admin CLI `org:delegation`), read from the organization the gateway's
+ * authentication resolved; it travels in the request, and a filing also checks it against the portal at call
+ * time.
  */
 import type { ClientOf } from "@dpp/kit";
 import type { filingsV1, passportV1 } from "@dpp/proto";
@@ -14,6 +15,7 @@ import {
   rfc3339,
   rfc3339OrNull,
   type GatewayModule,
+  type HandlerInput,
   type ModuleDeps,
   type ModuleFactory,
 } from "@dpp/gateway/modules";
@@ -76,18 +78,14 @@ export const publishApprovalJson = (a: passportV1.PublishApproval) => ({
 
 export function filingsModule(deps: {
   client: FilingsClient;
-  identity: Pick<ModuleDeps["identity"], "findOrganization">;
   passport: Pick<ModuleDeps["passport"], "getPublishApproval">;
 }): GatewayModule {
-  const { client, identity, passport } = deps;
-  /** The organization's delegation as its record holds it. */
-  const delegation = async (organizationId: string | undefined) => {
-    const org = organizationId ? await identity.findOrganization(organizationId) : undefined;
-    return {
-      status: org?.affichage_delegation_status ?? "none",
-      portalBrandId: org?.affichage_portal_brand_id ?? undefined,
-    };
-  };
+  const { client, passport } = deps;
+  /** The organization's delegation as its record (resolved by the gateway's authentication) holds it. */
+  const delegation = (access: HandlerInput["access"]) => ({
+    status: access?.organization.affichage_delegation_status ?? "none",
+    portalBrandId: access?.organization.affichage_portal_brand_id ?? undefined,
+  });
   return {
     name: "filings",
     routes: [
@@ -99,9 +97,9 @@ export function filingsModule(deps: {
         scope: "passports:read",
         idempotent: false,
         successStatus: 200,
-        handler: async ({ ctx, params }) => {
+        handler: async ({ ctx, params, access }) => {
           const res = await client.getAffichage(
-            { passportId: params.id!, delegation: await delegation(ctx.organizationId) },
+            { passportId: params.id!, delegation: delegation(access) },
             { context: ctx },
           );
           return { body: affichageJson(res.affichage!) };
@@ -116,10 +114,10 @@ export function filingsModule(deps: {
         idempotent: true,
         bodyLimitBytes: 1 * KiB,
         successStatus: 200,
-        handler: async ({ ctx, params, body }) => {
+        handler: async ({ ctx, params, body, access }) => {
           noBody(body);
           const res = await client.fileAffichage(
-            { passportId: params.id!, delegation: await delegation(ctx.organizationId) },
+            { passportId: params.id!, delegation: delegation(access) },
             { context: ctx },
           );
           return { body: affichageFilingJson(res.filing!) };
@@ -144,4 +142,4 @@ export function filingsModule(deps: {
 
 /** The module in the gateway's module list. */
 export const fromDeps: ModuleFactory = (deps) =>
-  filingsModule({ client: deps.filings, identity: deps.identity, passport: deps.passport });
+  filingsModule({ client: deps.filings, passport: deps.passport });

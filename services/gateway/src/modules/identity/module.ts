@@ -88,14 +88,16 @@ export function identityModule(deps: {
           const [usage, hasLiveKey, affichage] = await Promise.all([
             passport.getUsage({}, { context: ctx }),
             repo.hasUsableKey(organization.id, true),
-            // Filing settings: a filings service that does not answer means filing does not work now.
-            filings
-              ?.getFilingSettings({}, { context: ctx })
-              .then((s) => ({
+            // Filing settings: a filings service that does not answer (or is absent) means filing does not
+            // work now.
+            (async () => {
+              if (!filings) return undefined;
+              const s = await filings.getFilingSettings({}, { context: ctx });
+              return {
                 portalConfigured: s.portalConfigured,
                 attested: s.attestationWordingVersion !== undefined,
-              }))
-              .catch(() => undefined),
+              };
+            })().catch(() => undefined),
           ]);
           const data = computeCapabilities({
             organization,
