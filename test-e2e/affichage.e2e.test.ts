@@ -119,6 +119,8 @@ describe("before the organization can file", () => {
 
     // The delegation is only pending.
     await h.admin.setAffichageDelegation(t.organizationId, "pending", BRAND);
+    // The gateway hands filings the organization it authenticated, cached at most this long.
+    await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
     const pending = await file(id, t.liveKey, "k-pending");
     expect(pending.status).toBe(403);
     expect(envelope(pending)).toMatchObject({
@@ -134,6 +136,7 @@ describe("filing", () => {
   beforeAll(async () => {
     await h.admin.setAffichageDelegation(t.organizationId, "active", BRAND);
     await sim.authorize([BRAND]);
+    await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
     await sim.behave("normal");
   });
 
