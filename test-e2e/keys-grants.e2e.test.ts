@@ -398,7 +398,9 @@ describe("capabilities", () => {
         delegation_status: "none",
         entitlement: "included",
         api_filing_scope: "filings:write",
-        api_filing_supported: true,
+        // This stack has no portal configured, and nobody accepted the attestation: filing cannot work.
+        api_filing_supported: false,
+        per_passport_requirements: ["gtin_required", "attestation_required"],
       },
       problems: [
         expect.objectContaining({
@@ -406,6 +408,8 @@ describe("capabilities", () => {
           type: "invalid",
           remediating_actions: [expect.objectContaining({ code: "request_delegation" })],
         }),
+        expect.objectContaining({ code: "attestation_required", type: "invalid" }),
+        expect.objectContaining({ code: "portal_unavailable", type: "invalid" }),
       ],
     });
     expect(byId.document_upload.detail).toEqual({ document_limit: 5000, documents_used: 0 });

@@ -78,7 +78,11 @@ export function matrixRows(matrix: Matrix, routes: readonly RouteSpec[]): Row[] 
         method: spec.method,
         path: spec.path,
         ...(g.body !== undefined ? { body: g.body } : {}),
-        expect: { ...derivedCells(spec, matrix.managing_grant_scopes), ...(g.expect ?? {}) },
+        // A route on one resource ({id}) gives its row in full; only a collection's row is derived.
+        expect:
+          g.expect && matrix.credential_kinds.every((k) => g.expect![k] !== undefined)
+            ? g.expect
+            : { ...derivedCells(spec, matrix.managing_grant_scopes), ...(g.expect ?? {}) },
       });
     }
   }

@@ -6,6 +6,7 @@
 //   stack.js       the orchestrator (tools/stack/src/main.ts): `npm start` runs
 //                  .dpp/build/current/stack.js
 //   stack-demo.js  the demo credentials step (tools/stack/src/demo-main.ts), run once per start
+//   portal-simulator.js  the affichage portal simulator (services/filings/src/portal/simulator-main.ts)
 //   <service>.js   every registered service (services.json), with the image's options
 //                  (tools/bundle.mjs): the modules tracing instruments stay `require`d, from
 //                  node_modules links to the installed packages
@@ -37,6 +38,7 @@ const registered = JSON.parse(fs.readFileSync(path.join(root, "services.json"), 
 export const ENTRIES = {
   stack: "tools/stack/src/main.ts",
   "stack-demo": "tools/stack/src/demo-main.ts",
+  "portal-simulator": "services/filings/src/portal/simulator-main.ts",
   ...Object.fromEntries(registered.map((s) => [s.name, `${s.folder}/src/main.ts`])),
 };
 

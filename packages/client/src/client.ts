@@ -18,6 +18,7 @@ import {
 } from "./core";
 import type { ListIterator } from "./pagination";
 import { DppProtocolError } from "./errors";
+import { AffichageFilings, PublishApprovals } from "./filings";
 import {
   isCategory,
   type Capability,
@@ -214,6 +215,8 @@ export class Events {
 export class OrganizationClient {
   readonly passports: Passports;
   readonly events: Events;
+  readonly affichage: AffichageFilings;
+  readonly publishApprovals: PublishApprovals;
 
   constructor(
     private readonly core: Core,
@@ -221,6 +224,8 @@ export class OrganizationClient {
   ) {
     this.passports = new Passports(core, id);
     this.events = new Events(core, id);
+    this.affichage = new AffichageFilings(core, id);
+    this.publishApprovals = new PublishApprovals(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

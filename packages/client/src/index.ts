@@ -5,6 +5,13 @@
  */
 export { Dpp, Events, OrganizationClient, Passports } from "./client";
 export {
+  AffichageFilings,
+  PublishApprovals,
+  type Affichage,
+  type AffichageFiling,
+  type PublishApproval,
+} from "./filings";
+export {
   SDK_VERSION,
   type ConditionalOptions,
   type DppOptions,

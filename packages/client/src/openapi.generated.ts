@@ -564,6 +564,81 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/publish-approvals/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The publish approval's id (`details.approval_id` of the 202). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Read a publish approval
+     * @description The publish approval in the key's mode: `pending` until a person decides. Another organization's or
+     *     mode's approval is 404 `resource_not_found`.
+     */
+    get: operations["getPublishApproval"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/affichage": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * Read a passport's affichage state
+     * @description The filing state of the passport (`not_filed` or `filed`) and what blocks a filing now: `blockers`
+     *     lists, in the order a filing refuses, the codes it would answer (`test_mode_refused`,
+     *     `entitlement_unavailable`, `wrong_status`, `gtin_required`, `attestation_required`,
+     *     `delegation_required`; `portal_unavailable` when no portal is configured). `filing_available` is true
+     *     when there is none. The delegation here is the recorded one; a filing also asks the portal.
+     */
+    get: operations["getAffichage"];
+    put?: never;
+    /**
+     * File the affichage declaration
+     * @description Files the passport's declaration with the portal. No body. A repeat that changes nothing answers
+     *     `changed` false with `unchanged_reason`: `already_filed` (the portal holds this declaration, as filed
+     *     before) or `portal_already_declared` (the portal answered that the declaration exists).
+     *
+     *     Refusals: 403 `test_mode_refused` (test keys never reach the portal), 503 `entitlement_unavailable`
+     *     with `Retry-After` (the subscription is past due or cancelled, so the entitlement cannot be
+     *     confirmed), 409 `wrong_status` (only a published passport is filed), 422 `gtin_required` (no GTIN, or
+     *     one without a GTIN-13 form), 403 `attestation_required`, 403 `delegation_required` (recorded delegation
+     *     not active: `details.checked` `record`; the portal does not list it now: `details.checked` `portal`),
+     *     502 `portal_unavailable`.
+     *
+     *     **`portal_unavailable`** means the portal did not answer in time: the declaration may or may not be
+     *     recorded. The same Idempotency-Key replays this error; retry with a NEW key. Before it files, every
+     *     filing asks the portal whether this declaration is already recorded, so the retry never files twice:
+     *     when it was recorded, the retry answers it (`changed` true, since this is its first answer).
+     *
+     *     The portal is called at most once per Idempotency-Key, whatever retries and races happen.
+     */
+    post: operations["fileAffichage"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4164,6 +4239,81 @@ export interface components {
       | components["schemas"]["TextileDataPatch"]
       | components["schemas"]["BatteryDataPatch"]
       | components["schemas"]["GeneralDataPatch"];
+    PublishApproval: {
+      /** @constant */
+      object: "publish_approval";
+      id: string;
+      /** @description organizations/<organization_id>/publish-approvals/<id> */
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      /** @description organizations/<organization_id>/passports/<id> */
+      passport: string;
+      /** @description The passport's version when the connector asked to publish. */
+      passport_version: number;
+      /** @description `pending` until a person decides. */
+      state: string;
+      variant_review_fingerprint: string | null;
+      /** @description Where a person of the organization reviews the request. */
+      review_url: string;
+      requested_at: components["schemas"]["Timestamp"];
+      livemode: boolean;
+    };
+    /** @description The affichage read form. */
+    Affichage: {
+      /** @constant */
+      object: "affichage";
+      /** @description organizations/<organization_id>/passports/<id>/affichage */
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      livemode: boolean;
+      /** @enum {string} */
+      status: "not_filed" | "filed";
+      filed_at: components["schemas"]["NullableTimestamp"];
+      /** @description The GTIN-8 or GTIN-13 the portal holds the declaration under. */
+      portal_gtin: string | null;
+      portal_score: number | null;
+      filing_available: boolean;
+      blockers: string[];
+      /** @description none, pending, active or revoked. */
+      delegation_status: string;
+    };
+    /** @description The affichage filing form. */
+    AffichageFiling: {
+      /** @constant */
+      object: "affichage";
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      livemode: boolean;
+      changed: boolean;
+      /** @enum {string|null} */
+      unchanged_reason: "already_filed" | "portal_already_declared" | null;
+      /** @constant */
+      status: "filed";
+      filed_at: components["schemas"]["Timestamp"];
+      portal_gtin: string;
+      /** @description The score the portal computed. */
+      portal_score: number;
+      /** @description The score per 100 g. */
+      standardized_score: number;
+      durability: number;
+      /** @description The portal's label image of the score. */
+      official_label_url: string;
+      /** @description The scoring engine's version, its name replaced by the word engine (`engine 7.0.0`). */
+      engine_version: string;
+      /** @description The score the platform declared; null when the portal computed it. */
+      declared_score: number | null;
+      /** @description The filing used the free offer (a plan without filing included). */
+      free_offer: boolean;
+    };
+    ErrorEnvelope502: components["schemas"]["ErrorEnvelope"] & {
+      error: {
+        /** @enum {string} */
+        code: "portal_unavailable";
+      };
+    };
   };
   responses: {
     /**
@@ -5183,6 +5333,134 @@ export interface operations {
       404: components["responses"]["NotFound"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
+    };
+  };
+  getPublishApproval: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The publish approval's id (`details.approval_id` of the 202). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The publish approval. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PublishApproval"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getAffichage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The affichage read form. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Affichage"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  fileAffichage: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /** @description No body, or an empty object. */
+    requestBody?: {
+      content: {
+        "application/json": Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The affichage filing form. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AffichageFiling"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      /**
+       * @description `portal_unavailable`: the portal did not answer in time; the declaration may or may not be recorded.
+       *     Retry with a NEW Idempotency-Key (the same key replays this error).
+       */
+      502: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope502"];
+        };
+      };
+      503: components["responses"]["ServiceUnavailable"];
     };
   };
 }

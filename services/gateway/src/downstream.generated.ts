@@ -2,12 +2,13 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { address, type ServiceRuntime } from "@dpp/kit";
-import { eventsV1, passportV1 } from "@dpp/proto";
+import { eventsV1, filingsV1, passportV1 } from "@dpp/proto";
 
 /** The address of each service the gateway calls: <NAME>_ADDR, by default the registry's port on 127.0.0.1. */
 export const downstreamEnv = {
   PASSPORT_ADDR: address.default("127.0.0.1:50051"),
   EVENTS_ADDR: address.default("127.0.0.1:50052"),
+  FILINGS_ADDR: address.default("127.0.0.1:50056"),
 };
 
 type Runtime = Pick<ServiceRuntime<typeof downstreamEnv, unknown>, "client" | "config">;
@@ -25,6 +26,11 @@ export function connectDownstream(rt: Runtime, deadlineMs: number) {
       audience: "events",
       deadlineMs,
     }),
+    filings: rt.client(filingsV1.FilingsService, {
+      address: rt.config.FILINGS_ADDR,
+      audience: "filings",
+      deadlineMs,
+    }),
   };
 }
 
@@ -35,4 +41,5 @@ export type DownstreamClients = ReturnType<typeof connectDownstream>;
 export const DOWNSTREAM_SERVICES = {
   passport: "passport",
   events: "events",
+  filings: "filings",
 } as const;

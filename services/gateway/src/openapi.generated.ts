@@ -49,6 +49,14 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
     {
       "name": "API description",
       "description": "This document, machine-readable."
+    },
+    {
+      "name": "Affichage",
+      "description": "The French environmental display (affichage) declaration of a passport, filed by the platform with the\ngovernment's affichage portal on behalf of the brand. Filing needs: live credentials, an active delegation\nfrom the brand to the platform on the portal (the organization's `delegation_status`, recorded by the\nplatform's operators and checked against the portal at each filing), an attestation accepted by a named\nperson at the brand (wording version `2026-01`), a published passport, and a GTIN the portal takes\n(GTIN-8 or GTIN-13: a GTIN-14 whose indicator digit is 0 is sent as its GTIN-13; any other GTIN-14 is\nrefused with `gtin_required`, `details.reason` `no_gtin13_form`). The capability\n`france_affichage_filing` describes the same state for the organization.\n\nWhere the portal cannot be reached (local stacks, tests), the platform speaks to a portal simulator\nanswering the same API; its score is an openly simplified, deterministic method and its\n`engine_version` says `simulated`: it is never the official score.\n"
+    },
+    {
+      "name": "Publish approvals",
+      "description": "A connector's publish is not applied: it answers 202 `human_approval_required` with `details.approval_id`\nand `details.review_url`, and records a publish approval that a person of the organization reviews.\n"
     }
   ],
   "paths": {
@@ -1483,6 +1491,236 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "500": {
             "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/publish-approvals/{id}": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "description": "The publish approval's id (`details.approval_id` of the 202).",
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255
+          }
+        }
+      ],
+      "get": {
+        "operationId": "getPublishApproval",
+        "tags": [
+          "Publish approvals"
+        ],
+        "summary": "Read a publish approval",
+        "description": "The publish approval in the key's mode: `pending` until a person decides. Another organization's or\nmode's approval is 404 `resource_not_found`.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:read"
+            ]
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The publish approval.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PublishApproval"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/affichage": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        }
+      ],
+      "get": {
+        "operationId": "getAffichage",
+        "tags": [
+          "Affichage"
+        ],
+        "summary": "Read a passport's affichage state",
+        "description": "The filing state of the passport (`not_filed` or `filed`) and what blocks a filing now: `blockers`\nlists, in the order a filing refuses, the codes it would answer (`test_mode_refused`,\n`entitlement_unavailable`, `wrong_status`, `gtin_required`, `attestation_required`,\n`delegation_required`; `portal_unavailable` when no portal is configured). `filing_available` is true\nwhen there is none. The delegation here is the recorded one; a filing also asks the portal.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:read"
+            ]
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The affichage read form.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Affichage"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "fileAffichage",
+        "tags": [
+          "Affichage"
+        ],
+        "summary": "File the affichage declaration",
+        "description": "Files the passport's declaration with the portal. No body. A repeat that changes nothing answers\n`changed` false with `unchanged_reason`: `already_filed` (the portal holds this declaration, as filed\nbefore) or `portal_already_declared` (the portal answered that the declaration exists).\n\nRefusals: 403 `test_mode_refused` (test keys never reach the portal), 503 `entitlement_unavailable`\nwith `Retry-After` (the subscription is past due or cancelled, so the entitlement cannot be\nconfirmed), 409 `wrong_status` (only a published passport is filed), 422 `gtin_required` (no GTIN, or\none without a GTIN-13 form), 403 `attestation_required`, 403 `delegation_required` (recorded delegation\nnot active: `details.checked` `record`; the portal does not list it now: `details.checked` `portal`),\n502 `portal_unavailable`.\n\n**`portal_unavailable`** means the portal did not answer in time: the declaration may or may not be\nrecorded. The same Idempotency-Key replays this error; retry with a NEW key. Before it files, every\nfiling asks the portal whether this declaration is already recorded, so the retry never files twice:\nwhen it was recorded, the retry answers it (`changed` true, since this is its first answer).\n\nThe portal is called at most once per Idempotency-Key, whatever retries and races happen.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "filings:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 1024,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "description": "No body, or an empty object.",
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "maxProperties": 0
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The affichage filing form.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AffichageFiling"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "502": {
+            "description": "`portal_unavailable`: the portal did not answer in time; the declaration may or may not be recorded.\nRetry with a NEW Idempotency-Key (the same key replays this error).\n",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope502"
+                }
+              }
+            }
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
           }
         }
       }
@@ -10690,6 +10928,265 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           {
             "$ref": "#/components/schemas/GeneralDataPatch"
+          }
+        ]
+      },
+      "PublishApproval": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "organization_id",
+          "passport_id",
+          "passport",
+          "passport_version",
+          "state",
+          "variant_review_fingerprint",
+          "review_url",
+          "requested_at",
+          "livemode"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "publish_approval"
+          },
+          "id": {
+            "type": "string"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/publish-approvals/<id>"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string",
+            "description": "organizations/<organization_id>/passports/<id>"
+          },
+          "passport_version": {
+            "type": "integer",
+            "description": "The passport's version when the connector asked to publish."
+          },
+          "state": {
+            "type": "string",
+            "description": "`pending` until a person decides."
+          },
+          "variant_review_fingerprint": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "review_url": {
+            "type": "string",
+            "description": "Where a person of the organization reviews the request."
+          },
+          "requested_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "livemode": {
+            "type": "boolean"
+          }
+        }
+      },
+      "Affichage": {
+        "type": "object",
+        "description": "The affichage read form.",
+        "required": [
+          "object",
+          "name",
+          "organization_id",
+          "passport_id",
+          "livemode",
+          "status",
+          "filed_at",
+          "portal_gtin",
+          "portal_score",
+          "filing_available",
+          "blockers",
+          "delegation_status"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "affichage"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/passports/<id>/affichage"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "not_filed",
+              "filed"
+            ]
+          },
+          "filed_at": {
+            "$ref": "#/components/schemas/NullableTimestamp"
+          },
+          "portal_gtin": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The GTIN-8 or GTIN-13 the portal holds the declaration under."
+          },
+          "portal_score": {
+            "type": [
+              "number",
+              "null"
+            ]
+          },
+          "filing_available": {
+            "type": "boolean"
+          },
+          "blockers": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "delegation_status": {
+            "type": "string",
+            "description": "none, pending, active or revoked."
+          }
+        }
+      },
+      "AffichageFiling": {
+        "type": "object",
+        "description": "The affichage filing form.",
+        "required": [
+          "object",
+          "name",
+          "organization_id",
+          "passport_id",
+          "livemode",
+          "changed",
+          "unchanged_reason",
+          "status",
+          "filed_at",
+          "portal_gtin",
+          "portal_score",
+          "standardized_score",
+          "durability",
+          "official_label_url",
+          "engine_version",
+          "declared_score",
+          "free_offer"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "affichage"
+          },
+          "name": {
+            "type": "string"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "changed": {
+            "type": "boolean"
+          },
+          "unchanged_reason": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "already_filed",
+              "portal_already_declared",
+              null
+            ]
+          },
+          "status": {
+            "type": "string",
+            "const": "filed"
+          },
+          "filed_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "portal_gtin": {
+            "type": "string"
+          },
+          "portal_score": {
+            "type": "number",
+            "description": "The score the portal computed."
+          },
+          "standardized_score": {
+            "type": "number",
+            "description": "The score per 100 g."
+          },
+          "durability": {
+            "type": "number"
+          },
+          "official_label_url": {
+            "type": "string",
+            "description": "The portal's label image of the score."
+          },
+          "engine_version": {
+            "type": "string",
+            "description": "The scoring engine's version, its name replaced by the word engine (`engine 7.0.0`)."
+          },
+          "declared_score": {
+            "type": [
+              "number",
+              "null"
+            ],
+            "description": "The score the platform declared; null when the portal computed it."
+          },
+          "free_offer": {
+            "type": "boolean",
+            "description": "The filing used the free offer (a plan without filing included)."
+          }
+        }
+      },
+      "ErrorEnvelope502": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/ErrorEnvelope"
+          },
+          {
+            "required": [
+              "error"
+            ],
+            "properties": {
+              "error": {
+                "required": [
+                  "code"
+                ],
+                "properties": {
+                  "code": {
+                    "type": "string",
+                    "enum": [
+                      "portal_unavailable"
+                    ]
+                  }
+                }
+              }
+            }
           }
         ]
       }

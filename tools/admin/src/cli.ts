@@ -7,7 +7,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "@dpp/contract";
 import { createClient, createContextSigner, createDb } from "@dpp/kit/internal";
-import { passportV1 } from "@dpp/proto";
+import { filingsV1, passportV1 } from "@dpp/proto";
 import {
   Admin,
   GATEWAY_SCHEMA,
@@ -30,6 +30,10 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
   grant:revoke --key <key id> --org <client id>
   org:delegation --org <id> --status none|pending|active|revoked [--portal-brand-id <id>]
+  org:attest   --org <id> --mode test|live --by "<person's name>" [--wording-version 2026-01]
+               records that a named person at the brand accepted the affichage filing
+               attestation, through the filings service at FILINGS_ADDR (else the running
+               \`npm start\`'s), signed as "admin" like the passport operations
   passport:deactivate | passport:reactivate | passport:lock | passport:unlock
                --org <id> --mode test|live --id <passport id> [--expected-version <n>]
                platform operations on a passport (a takedown, a legal hold), through the
@@ -61,6 +65,8 @@ const OPTIONS = {
   "portal-brand-id": { type: "string" },
   id: { type: "string" },
   "expected-version": { type: "string" },
+  by: { type: "string" },
+  "wording-version": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -81,12 +87,14 @@ function databaseUrl(root: string): string {
 function stackFile(root: string): {
   database_url?: string;
   passport_addr?: string;
+  filings_addr?: string;
   admin_private_key?: string;
 } {
   try {
     return JSON.parse(fs.readFileSync(path.join(root, ".dpp", "stack.json"), "utf8")) as {
       database_url?: string;
       passport_addr?: string;
+      filings_addr?: string;
       admin_private_key?: string;
     };
   } catch {
@@ -133,12 +141,52 @@ async function passportOperation(
   }
 }
 
+/** The affichage attestation a named person accepted, recorded by the filings service that owns it. */
+async function recordAttestation(
+  values: { org?: string; mode?: string; by?: string; "wording-version"?: string },
+  root: string,
+): Promise<unknown> {
+  const organizationId = need(values.org, "org");
+  const mode = need(values.mode, "mode");
+  if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+  const by = need(values.by, "by");
+  const address = process.env.FILINGS_ADDR ?? stackFile(root).filings_addr ?? "127.0.0.1:50056";
+  const privateKey = process.env.INTERNAL_AUTH_PRIVATE_KEY ?? stackFile(root).admin_private_key;
+  if (!privateKey)
+    throw new UsageError(
+      'INTERNAL_AUTH_PRIVATE_KEY is not set and no running `npm start` wrote one: filings serves only callers it trusts (the admin CLI signs as "admin").',
+    );
+  const signer = createContextSigner({ issuer: "admin", privateKey });
+  const client = createClient(filingsV1.FilingsService, address, { signer, audience: "filings" });
+  try {
+    const res = await client.recordAttestation(
+      { acceptedBy: by, wordingVersion: values["wording-version"] ?? "2026-01" },
+      { context: { requestId: `req_admin_${Date.now()}`, organizationId, livemode: mode === "live" } },
+    );
+    return {
+      object: "attestation",
+      organization_id: organizationId,
+      livemode: mode === "live",
+      accepted_by: res.acceptedBy,
+      wording_version: res.wordingVersion,
+      accepted_at: res.acceptedAt
+        ? new Date(
+            Number(res.acceptedAt.seconds) * 1000 + Math.floor(res.acceptedAt.nanos / 1e6),
+          ).toISOString()
+        : null,
+    };
+  } finally {
+    client.close();
+  }
+}
+
 export async function runAdmin(argv: string[], root: string): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const command = positionals[0];
   if (!command || values.help) throw new UsageError(USAGE);
   if (command in PASSPORT_OPERATIONS)
     return passportOperation(command as keyof typeof PASSPORT_OPERATIONS, values, root);
+  if (command === "org:attest") return recordAttestation(values, root);
   const db = createDb<GatewayDB>({
     url: databaseUrl(root),
     schema: GATEWAY_SCHEMA,

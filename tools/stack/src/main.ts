@@ -20,6 +20,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Credentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
+import { startPortalSimulator, type PortalSimulatorRun } from "./portal-simulator";
 import { portsFromEnv } from "./ports";
 import {
   buildBundles,
@@ -127,12 +128,14 @@ async function main() {
     databaseUrl = pg.url;
   }
   let stack: Stack | undefined;
+  let portal: PortalSimulatorRun | undefined;
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
     console.log("\nStopping services...");
     await stack?.stop().catch((e: unknown) => console.error(e));
+    await portal?.stop().catch((e: unknown) => console.error(e));
     if (pg) {
       console.log("Stopping embedded Postgres...");
       await pg.stop().catch((e: unknown) => console.error(e));
@@ -158,6 +161,17 @@ async function main() {
       DB_POOL_IDLE_MS: process.env.DB_POOL_IDLE_MS || LOCAL_POOL_IDLE_MS,
     };
     if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
+    if (process.env.PORTAL_BASE_URL) {
+      env.PORTAL_BASE_URL = process.env.PORTAL_BASE_URL;
+      env.PORTAL_API_KEY = process.env.PORTAL_API_KEY ?? "";
+    } else {
+      portal = await startPortalSimulator((await building)["portal-simulator"]!);
+      env.PORTAL_BASE_URL = portal.url;
+      env.PORTAL_API_KEY = portal.apiKey;
+      console.log(
+        `[stack] affichage portal simulator at ${portal.url} (a simulator, not the official portal)`,
+      );
+    }
     stack = await startStack({
       hosting,
       databaseUrl,
@@ -182,6 +196,7 @@ async function main() {
     writeStackFile({
       database_url: databaseUrl,
       passport_addr: stack.services.passport.address,
+      filings_addr: stack.services.filings.address,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });

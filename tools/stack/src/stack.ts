@@ -84,7 +84,7 @@ export interface StackOptions {
 }
 
 /** The services the admin CLI calls directly (its platform transitions). */
-const ADMIN_CALLEES: readonly ServiceName[] = ["passport"];
+const ADMIN_CALLEES: readonly ServiceName[] = ["passport", "filings"];
 
 /** One Ed25519 key pair per caller: each service that calls another, and "admin" (the admin CLI). */
 export type StackKeys = Readonly<Record<string, InternalKeyPair>>;
@@ -179,7 +179,7 @@ export function buildBundles(): Promise<Record<string, string>> {
  * `npm start` has just built or checked it), without asking tools/stack/build.mjs again.
  */
 export function useBundlesIn(dir: string): void {
-  const names = [...SERVICES.map((s) => s.name), "stack-demo"];
+  const names = [...SERVICES.map((s) => s.name), "stack-demo", "portal-simulator"];
   bundles = Promise.resolve(Object.fromEntries(names.map((n) => [n, path.join(dir, `${n}.js`)])));
 }
 

@@ -6,5 +6,6 @@ import type { ModuleFactory } from "./deps";
 import { fromDeps as identity } from "./identity/module";
 import { fromDeps as passport } from "./passport/module";
 import { fromDeps as events } from "./events/module";
+import { fromDeps as filings } from "../../../filings/gateway/module";
 
-export const MODULE_FACTORIES: readonly ModuleFactory[] = [identity, passport, events];
+export const MODULE_FACTORIES: readonly ModuleFactory[] = [identity, passport, events, filings];

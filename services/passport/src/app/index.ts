@@ -19,6 +19,7 @@ import { updatePassport, type UpdateInput } from "./update";
 import { publishPassport, transitionPassport, type PublishInput, type TransitionInput } from "./lifecycle";
 import { validatePassport, type ValidateInput } from "./validation";
 import { claimGtins, releaseGtins, type ClaimInput } from "./gtin-claims";
+import { getPublishApproval } from "./publish-approvals";
 
 export type { PassportApp, PassportAppOptions } from "./deps";
 export type { PassportRow } from "../store";
@@ -48,6 +49,7 @@ export function passportUseCases(app: PassportApp) {
     releaseGtins: (ctx: RequestContext, releases: { gtin: string; owner_id: string }[]) =>
       releaseGtins(app, ctx, releases),
     getUsage: (ctx: RequestContext) => getUsage(app, ctx),
+    getPublishApproval: (ctx: RequestContext, id: string) => getPublishApproval(app, ctx, id),
   };
 }
 

@@ -14,6 +14,7 @@ import { claimLeadGtin } from "./gtin-claims";
 import { lockPassport, writeVersioned } from "./passport-access";
 import { assertPublishSlotTaken, publishBlockers, publishWarnings, type Warning } from "./publish-conditions";
 import { checkVersion, passportReviewUrl, throwIf } from "./refusals";
+import { approvalReviewUrl } from "./publish-approvals";
 
 export type TransitionInput = {
   id: string;
@@ -107,7 +108,7 @@ export async function publishPassport(
     return { kind: "published", row: updated } as const;
   });
   if (outcome.kind === "approval") {
-    const reviewUrl = `${app.reviewBaseUrl}/organizations/${encodeURIComponent(t.organizationId)}/publish-approvals/${outcome.approvalId}`;
+    const reviewUrl = approvalReviewUrl(app, t.organizationId, outcome.approvalId);
     return { kind: "approval_required", passportId: id, approvalId: outcome.approvalId, reviewUrl };
   }
   app.onCommitted();

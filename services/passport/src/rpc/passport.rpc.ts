@@ -3,7 +3,7 @@
  * (src/app) and maps the result back to a message. No rules and no queries here.
  */
 import type { ImplOf, RequestContext } from "@dpp/kit";
-import type { passportV1 } from "@dpp/proto";
+import { timestampFromDate, type passportV1 } from "@dpp/proto";
 import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
@@ -120,5 +120,17 @@ export function passportRpc(uc: PassportUseCases): Impl {
       ),
 
     getUsage: async (_req, { ctx }) => uc.getUsage(ctx),
+
+    getPublishApproval: async ({ id }, { ctx }) => {
+      const a = await uc.getPublishApproval(ctx, id);
+      return {
+        approval: {
+          ...a,
+          requestedByKeyId: a.requestedByKeyId ?? undefined,
+          variantReviewFingerprint: a.variantReviewFingerprint ?? undefined,
+          requestedAt: timestampFromDate(a.requestedAt),
+        },
+      };
+    },
   };
 }

@@ -47,6 +47,17 @@ export class PassportReads {
       .execute();
   }
 
+  /** One publish approval of the tenant. */
+  getPublishApproval(t: Tenant, id: string) {
+    return this.db
+      .selectFrom("publish_approval")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .executeTakeFirst();
+  }
+
   async idByExternalId(t: Tenant, externalId: string | null): Promise<string | undefined> {
     const row = await this.db
       .selectFrom("passport")

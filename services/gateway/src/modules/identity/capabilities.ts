@@ -30,6 +30,11 @@ export interface CapabilityInputs {
   documentsUsed: number;
   /** Whether the organization holds a usable live key (it asked for live access). */
   hasLiveKey: boolean;
+  /**
+   * The filings service's settings: a portal is configured, and a person at the brand accepted the
+   * attestation in this mode. Absent: treated as neither.
+   */
+  affichage?: { portalConfigured: boolean; attested: boolean };
 }
 
 export interface RemediatingAction {
@@ -177,6 +182,26 @@ export function computeCapabilities(i: CapabilityInputs): Capability[] {
         ],
       });
     if (entitlement === "unavailable") problems.push(...subscriptionProblems(org, false));
+    const affichage = i.affichage ?? { portalConfigured: false, attested: false };
+    if (!affichage.attested)
+      problems.push({
+        code: "attestation_required",
+        message: "A named person at the brand must accept the filing attestation first.",
+        type: "invalid",
+        remediating_actions: [
+          {
+            code: "accept_attestation",
+            message: `Have a person at the brand accept attestation wording ${ATTESTATION_WORDING_VERSION}.`,
+          },
+        ],
+      });
+    if (!affichage.portalConfigured)
+      problems.push({
+        code: "portal_unavailable",
+        message: "The platform cannot reach an affichage portal now.",
+        type: "invalid",
+        remediating_actions: [{ code: "contact_support", message: "Contact the platform's support." }],
+      });
     out.push({
       ...base("france_affichage_filing"),
       requested: delegation !== "none",
@@ -189,10 +214,13 @@ export function computeCapabilities(i: CapabilityInputs): Capability[] {
         delegated_at: org.affichage_delegated_at?.toISOString() ?? null,
         entitlement,
         free_filing_reason: entitlement === "free_offer" ? "plan_without_filing" : null,
-        per_passport_requirements: ["gtin_required", "attestation_required"],
+        per_passport_requirements: affichage.attested
+          ? ["gtin_required"]
+          : ["gtin_required", "attestation_required"],
         attestation_wording_version: ATTESTATION_WORDING_VERSION,
         per_passport_check: `/v1/organizations/${org.id}/passports/{id}/affichage`,
-        api_filing_supported: true,
+        // Filing through the API works end to end: a portal is configured and every condition above holds.
+        api_filing_supported: affichage.portalConfigured && problems.length === 0,
         api_filing_scope: "filings:write",
       },
     });

@@ -7,6 +7,8 @@
 import { list } from "../../http/json";
 import { KiB, type GatewayModule } from "../../http/route";
 import type { ModuleFactory } from "../deps";
+import type { ClientOf } from "@dpp/kit";
+import type { filingsV1 } from "@dpp/proto";
 import type { PassportClient } from "../passport/module";
 import type { GrantTargetAccess, OrganizationAccess } from "./authenticator";
 import { computeCapabilities } from "./capabilities";
@@ -18,8 +20,10 @@ export function identityModule(deps: {
   repo: IdentityRepository;
   /** Usage counts for capabilities. */
   passport: Pick<PassportClient, "getUsage">;
+  /** The affichage filing settings (portal configured, attestation) for france_affichage_filing. */
+  filings?: Pick<ClientOf<typeof filingsV1.FilingsService>, "getFilingSettings">;
 }): GatewayModule {
-  const { repo, passport } = deps;
+  const { repo, passport, filings } = deps;
   const grants = new Grants(repo);
   return {
     name: "identity",
@@ -81,9 +85,19 @@ export function identityModule(deps: {
         successStatus: 200,
         handler: async ({ ctx, key, access }) => {
           const organization = access!.organization;
-          const [usage, hasLiveKey] = await Promise.all([
+          const [usage, hasLiveKey, affichage] = await Promise.all([
             passport.getUsage({}, { context: ctx }),
             repo.hasUsableKey(organization.id, true),
+            // Filing settings: a filings service that does not answer (or is absent) means filing does not
+            // work now.
+            (async () => {
+              if (!filings) return undefined;
+              const s = await filings.getFilingSettings({}, { context: ctx });
+              return {
+                portalConfigured: s.portalConfigured,
+                attested: s.attestationWordingVersion !== undefined,
+              };
+            })().catch(() => undefined),
           ]);
           const data = computeCapabilities({
             organization,
@@ -91,6 +105,7 @@ export function identityModule(deps: {
             publishedCount: usage.publishedCount,
             documentsUsed: 0,
             hasLiveKey,
+            affichage: affichage ?? { portalConfigured: false, attested: false },
           });
           return { body: list(data, false, null) };
         },
@@ -107,4 +122,4 @@ function grantor(key: KeyRecord | undefined, access: OrganizationAccess | undefi
 
 /** The module in the gateway's module list (index.generated.ts). Capabilities count published passports: identity is handed passport's client. */
 export const fromDeps: ModuleFactory = (deps) =>
-  identityModule({ repo: deps.identity, passport: deps.passport });
+  identityModule({ repo: deps.identity, passport: deps.passport, filings: deps.filings });
