@@ -98,8 +98,8 @@ beforeAll(async () => {
   execFileSync("node", [path.join(CLI, "scripts", "build.mjs")], { stdio: "pipe" });
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-integrator-"));
   configDir = path.join(scratch, ".config-dpp");
-  clientTarball = pack(path.join(CLIENT, "dist"), scratch);
-  cliTarball = pack(path.join(CLI, "dist"), scratch);
+  clientTarball = pack(path.join(root, "dist", "client"), scratch);
+  cliTarball = pack(path.join(root, "dist", "cli"), scratch);
   fs.writeFileSync(
     path.join(scratch, "package.json"),
     JSON.stringify({ name: "integrator-scratch", version: "1.0.0", private: true }),

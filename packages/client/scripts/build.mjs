@@ -1,17 +1,19 @@
 // Builds @dpp/client as integrators install it (docs/decisions/0056-installable-sdk-and-cli.md).
-// packages/client/dist/ is the root of the published package: a package.json written from this
-// package's own (the workspace keeps importing src/ through its TypeScript entry points), README.md,
+// dist/client/ (at the repository's root) is the root of the published package: a package.json
+// written from this package's own (the workspace keeps importing src/ through its TypeScript entry points), README.md,
 // CHANGELOG.md, and the same sources compiled twice with their declarations:
-//   dist/cjs  CommonJS (require)    dist/esm  ES modules (import), relative specifiers with `.js`
-// Run: node packages/client/scripts/build.mjs   then: npm pack packages/client/dist
+//   cjs/  CommonJS (require)    esm/  ES modules (import), relative specifiers with `.js`
+// Run: node packages/client/scripts/build.mjs   then: npm pack ./dist/client
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
 const pkgDir = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+
 const root = path.resolve(pkgDir, "../..");
 const tsc = path.join(root, "node_modules", ".bin", "tsc");
-const dist = path.join(pkgDir, "dist");
+// Outside the package folder, so that jest and TypeScript never see a second package.json here.
+const dist = path.join(root, "dist", "client");
 const source = JSON.parse(fs.readFileSync(path.join(pkgDir, "package.json"), "utf8"));
 
 fs.rmSync(dist, { recursive: true, force: true });
@@ -30,8 +32,8 @@ const compile = (outDir, module, moduleResolution) =>
     ],
     { cwd: pkgDir, stdio: "inherit" },
   );
-compile("dist/cjs", "node16", "node16");
-compile("dist/esm", "es2022", "bundler");
+compile(path.join(dist, "cjs"), "node16", "node16");
+compile(path.join(dist, "esm"), "es2022", "bundler");
 
 /** ES modules need the file's extension in a relative specifier: `./core` becomes `./core.js`. */
 const withExtension = (spec) => (/\.(js|json)$/.test(spec) ? spec : `${spec}.js`);
