@@ -391,7 +391,7 @@ describe("the packed CLI", () => {
       }
     });
     const exited = new Promise<number | null>((r) => tail.once("exit", (code) => r(code)));
-    const hardStop = setTimeout(() => tail.kill("SIGKILL"), 120_000);
+    const hardStop = setTimeout(() => tail.kill("SIGKILL"), 120_000).unref();
     try {
       // The tail is running once its first poll has been answered (Node starts first).
       await new Promise((r) => setTimeout(r, 2000));

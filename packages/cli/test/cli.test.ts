@@ -148,6 +148,32 @@ describe("dpp import", () => {
     expect(r.err).toContain("Importing is not available on this server.");
   });
 
+  it("reads an XLSX sheet the same way (--dry-run prints the rows it would send)", async () => {
+    handler = (r) =>
+      r.url.startsWith("/v1/categories/") ? { status: 200, body: textileSchema } : { status: 500 };
+    const r = await cli([
+      "import",
+      path.join(__dirname, "fixtures", "passports.xlsx"),
+      "--category",
+      "textile",
+      "--dry-run",
+    ]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toEqual([
+      {
+        category: "textile",
+        external_id: "X-1",
+        data: {
+          product_name: "Linen shirt",
+          recycled_content_percentage: 12.5,
+          material_composition: [{ fiber: "linen", percentage: 100 }],
+        },
+      },
+      { category: "textile", external_id: "X-2", data: { product_name: "Wool scarf" } },
+    ]);
+    expect(seen.some((s) => s.url.includes("/imports"))).toBe(false);
+  });
+
   it("refuses a cell its field's type does not take, before sending anything (exit 2)", async () => {
     handler = (r) =>
       r.url.startsWith("/v1/categories/") ? { status: 200, body: textileSchema } : { status: 500 };
