@@ -3,6 +3,7 @@
  * capabilities a server may not have yet (imports, webhooks), and what is the same on every server
  * (exit codes, settings, output). The packed CLI against the whole stack: test-e2e/pack.e2e.test.ts.
  */
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -353,8 +354,23 @@ describe("settings and exit codes", () => {
   });
 
   it("exits 8 when nothing answers", async () => {
+    // As its own process: fetch's TypeError comes from Node's realm, not from jest's sandbox.
     const closed = await freePort();
-    const r = await cli(["whoami"], { DPP_BASE_URL: `http://127.0.0.1:${closed}/v1` });
-    expect(r.code).toBe(EXIT.connection);
+    const r = spawnSync(
+      process.execPath,
+      ["--import", "tsx", path.join(__dirname, "..", "src", "main.ts"), "whoami"],
+      {
+        env: {
+          ...process.env,
+          DPP_API_KEY: "k",
+          DPP_BASE_URL: `http://127.0.0.1:${closed}/v1`,
+          DPP_CONFIG_DIR: dir,
+        },
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    expect(r.stderr).toContain("No answer from the API");
+    expect(r.status).toBe(EXIT.connection);
   });
 });
