@@ -36,6 +36,7 @@ module.exports = {
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
     project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/", "/checks/"] }),
     project("client", "<rootDir>/packages/client"),
+    project("cli", "<rootDir>/packages/cli"),
     // testTimeout is a global option: the e2e project sets its own (hooks included) in a setup file.
     project("e2e", "<rootDir>/test-e2e", { setupFilesAfterEnv: ["<rootDir>/support/timeout.ts"] }),
     project("checks", "<rootDir>/tools/checks"),

@@ -17,7 +17,7 @@ import {
   type RetryEvent,
 } from "./transport";
 
-export const SDK_VERSION = "0.1.0";
+export const SDK_VERSION = "1.0.0";
 
 export interface DppOptions {
   /** A secret key, `dpp_sk_test_…` or `dpp_sk_live_…` (its mode is the mode of every call). */

@@ -15,7 +15,6 @@
  *
  * Everything else is the answer. Attempts are bounded (`maxRetries`) and so is a wait (`maxRetryAfterMs`).
  */
-import { randomUUID } from "node:crypto";
 import { DppConnectionError } from "./errors";
 
 export interface RetryEvent {
@@ -66,9 +65,12 @@ export interface Attempts {
   idempotencyKey: string | undefined;
 }
 
-/** A fresh Idempotency-Key: printable ASCII, well under 255 characters. */
+/**
+ * A fresh Idempotency-Key: printable ASCII, well under 255 characters. Web Crypto's `randomUUID`, global in
+ * Node 20 and in browsers (secure contexts), so that the SDK imports no Node module.
+ */
 export function newIdempotencyKey(): string {
-  return `dpp-client-${randomUUID()}`;
+  return `dpp-client-${globalThis.crypto.randomUUID()}`;
 }
 
 /** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
