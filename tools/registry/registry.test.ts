@@ -256,6 +256,7 @@ describe("what the registry drives", () => {
       ...registry.map((s) => `${s.name} <rootDir>/${s.folder}`),
       "tools <rootDir>/tools",
       "client <rootDir>/packages/client",
+      "cli <rootDir>/packages/cli",
       "e2e <rootDir>/test-e2e",
       "checks <rootDir>/tools/checks",
     ]);
