@@ -6,6 +6,7 @@
  */
 import { envelope, KEY_CACHE_BOUND_MS, startHarness, type Harness, type Tenant } from "./support/harness";
 import { startPortalSimulatorProcess, type PortalSimulatorProcess } from "./support/portal-simulator";
+import { publishableTextile } from "./support/fixtures";
 
 jest.setTimeout(180_000);
 
@@ -42,18 +43,7 @@ async function publishedPassport(key: string, gtin: string, mass = 180): Promise
     key,
     body: {
       category: "textile",
-      data: {
-        product_name: "Organic T-shirt",
-        manufacturer_name: "Acme",
-        manufacturer_address: "1 Rua, Porto",
-        manufacturer_country: "PT",
-        material_composition: [{ fiber: "cotton", percentage: 100 }],
-        substances_of_concern: [],
-        recycling_instructions: "Textile bank",
-        care_instructions: "30 °C",
-        product_mass: { value: mass, unit: "g" },
-        gtin,
-      },
+      data: publishableTextile({ product_mass: { value: mass, unit: "g" }, gtin }),
     },
   });
   h.expectStatus(created, 201);

@@ -4,6 +4,7 @@
  */
 import { DppError } from "@dpp/client";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
+import { publishableTextile } from "./support/fixtures";
 
 jest.setTimeout(180_000);
 
@@ -28,17 +29,11 @@ it("records a connector's publish as a pending approval that the SDK and the API
     key: t.testKey,
     body: {
       category: "textile",
-      data: {
+      data: publishableTextile({
         product_name: "Linen shirt",
-        manufacturer_name: "Acme",
-        manufacturer_address: "1 Rua, Porto",
-        manufacturer_country: "PT",
         material_composition: [{ fiber: "linen", percentage: 100 }],
-        substances_of_concern: [],
-        recycling_instructions: "Textile bank",
-        care_instructions: "30 °C",
         gtin: "4006381333931",
-      },
+      }),
     },
   });
   h.expectStatus(created, 201);
