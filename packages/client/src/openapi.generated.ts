@@ -639,6 +639,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/imports": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List imports
+     * @description The imports of the organization in the key's mode, newest first.
+     */
+    get: operations["listImports"];
+    put?: never;
+    /**
+     * Create a import
+     * @description Creates a import. `label` is required (1 to 200 characters after trimming), else 422
+     *     `validation_failed`. Body limit: 4 KiB (4096 bytes).
+     */
+    post: operations["createImport"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -948,7 +976,9 @@ export interface components {
       | "units:write"
       | "events:read"
       | "filings:write"
-      | "keys:admin";
+      | "keys:admin"
+      | "imports:read"
+      | "imports:write";
     /** @description A GTIN normalized to 14 digits. */
     Gtin14: string;
     /**
@@ -4314,6 +4344,22 @@ export interface components {
         code: "portal_unavailable";
       };
     };
+    Import: {
+      /** @constant */
+      object: "import";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/imports/<id> */
+      name: string;
+      livemode: boolean;
+      label: string;
+      created_at: components["schemas"]["Timestamp"];
+    };
+    ImportList: components["schemas"]["List"] & {
+      data: components["schemas"]["Import"][];
+    };
+    CreateImportRequest: {
+      label: string;
+    };
   };
   responses: {
     /**
@@ -5461,6 +5507,88 @@ export interface operations {
         };
       };
       503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  listImports: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of imports. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ImportList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createImport: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateImportRequest"];
+      };
+    };
+    responses: {
+      /** @description The new import. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Import"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
     };
   };
 }

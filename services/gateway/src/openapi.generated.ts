@@ -57,6 +57,10 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
     {
       "name": "Publish approvals",
       "description": "A connector's publish is not applied: it answers 202 `human_approval_required` with `details.approval_id`\nand `details.review_url`, and records a publish approval that a person of the organization reviews.\n"
+    },
+    {
+      "name": "Imports",
+      "description": "The imports of one organization and mode."
     }
   ],
   "paths": {
@@ -1724,6 +1728,152 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           }
         }
       }
+    },
+    "/organizations/{organization}/imports": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        }
+      ],
+      "get": {
+        "operationId": "listImports",
+        "tags": [
+          "Imports"
+        ],
+        "summary": "List imports",
+        "description": "The imports of the organization in the key's mode, newest first.",
+        "security": [
+          {
+            "bearerAuth": [
+              "imports:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "$ref": "#/components/parameters/Cursor"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of imports.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ImportList"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "createImport",
+        "tags": [
+          "Imports"
+        ],
+        "summary": "Create a import",
+        "description": "Creates a import. `label` is required (1 to 200 characters after trimming), else 422\n`validation_failed`. Body limit: 4 KiB (4096 bytes).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "imports:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 4096,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateImportRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The new import.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Import"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -2871,7 +3021,9 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "units:write",
           "events:read",
           "filings:write",
-          "keys:admin"
+          "keys:admin",
+          "imports:read",
+          "imports:write"
         ]
       },
       "Gtin14": {
@@ -11189,6 +11341,74 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
             }
           }
         ]
+      },
+      "Import": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "livemode",
+          "label",
+          "created_at"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "import"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/imports/<id>"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "label": {
+            "type": "string"
+          },
+          "created_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          }
+        }
+      },
+      "ImportList": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/List"
+          },
+          {
+            "type": "object",
+            "required": [
+              "data"
+            ],
+            "properties": {
+              "data": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/Import"
+                }
+              }
+            }
+          }
+        ]
+      },
+      "CreateImportRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "label"
+        ],
+        "properties": {
+          "label": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200
+          }
+        }
       }
     }
   }

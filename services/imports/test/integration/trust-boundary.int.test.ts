@@ -1,0 +1,24 @@
+/** The imports service as an attacker on its network would reach it (the kit's trust-boundary suite). */
+import { describeTrustBoundary, newTenant } from "@dpp/kit/testing";
+import { importsV1 } from "@dpp/proto";
+import { startHarness, type Harness } from "../harness";
+
+let h: Harness;
+const victim = newTenant();
+
+beforeAll(async () => {
+  h = await startHarness("imports_trust");
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describeTrustBoundary(importsV1.ImportsService, {
+  under: () => h.service,
+  tenant: () => victim,
+  calls: [
+    { method: "listImports", request: () => ({}) },
+    { method: "createImport", request: () => ({ label: "forged" }) },
+  ],
+  snapshot: () => h.rowCounts(victim),
+});
