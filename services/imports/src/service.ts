@@ -1,7 +1,8 @@
-/** The imports service on the kit's service template: its store and its rpc handlers. */
+/** The imports service on the kit's service template: its store, its rpc handlers and the background worker. */
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { importsV1 } from "@dpp/proto";
+import { importsV1, passportV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
+import { startWorker, type Worker } from "./app/worker";
 import { importsEnv } from "./config";
 import { importsRpc } from "./rpc/imports.rpc";
 import { ImportsStore } from "./store/store";
@@ -16,11 +17,29 @@ export const importsService = defineService({
   outbox: true,
   idempotency: true,
   start: (rt: ServiceRuntime<typeof importsEnv, ImportsDB>) => {
+    const { config } = rt;
     const store = new ImportsStore(rt.db);
-    rt.serve(
-      importsV1.ImportsService,
-      importsRpc(store, { labelMaxLength: rt.config.IMPORTS_LABEL_MAX_LENGTH }),
-    );
-    return { store };
+    const passport = rt.client(passportV1.PassportService, {
+      address: config.PASSPORT_ADDR,
+      audience: "passport",
+    });
+    let worker: Worker | undefined;
+    if (config.IMPORTS_WORKER === "on") {
+      worker = startWorker({
+        store,
+        passport,
+        log: rt.log,
+        concurrency: config.IMPORTS_WORKER_CONCURRENCY,
+        batchRows: config.IMPORTS_BATCH_ROWS,
+        leaseMs: config.IMPORTS_LEASE_MS,
+        pollMs: config.IMPORTS_POLL_MS,
+        maxAttempts: config.IMPORTS_MAX_ATTEMPTS,
+        onCommitted: rt.eventsCommitted,
+      });
+      const w = worker;
+      rt.onStop(() => w.stop());
+    }
+    rt.serve(importsV1.ImportsService, importsRpc(store, { queued: () => worker?.wake() }));
+    return { store, worker };
   },
 });

@@ -36,7 +36,7 @@ export async function startHarness(label: string): Promise<Harness> {
     sql: query,
     rowCounts: async (t) => {
       const counts: Record<string, number> = {};
-      for (const table of ["import", "idempotency", "outbox"]) {
+      for (const table of ["job", "job_row", "idempotency", "outbox"]) {
         const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}
           where organization_id = ${t.organizationId} and livemode = ${t.livemode}`.execute(query);
         counts[table] = rows[0]!.n;

@@ -2,8 +2,8 @@
 // @generated from file dpp/imports/v1/imports_service.proto (package dpp.imports.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,12 +12,12 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/imports/v1/imports_service.proto.
  */
 export const file_dpp_imports_v1_imports_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRkcHAvaW1wb3J0cy92MS9pbXBvcnRzX3NlcnZpY2UucHJvdG8SDmRwcC5pbXBvcnRzLnYxIn4KBkltcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSDQoFbGFiZWwYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJAoTQ3JlYXRlSW1wb3J0UmVxdWVzdBINCgVsYWJlbBgBIAEoCSI+ChRDcmVhdGVJbXBvcnRSZXNwb25zZRImCgZpbXBvcnQYASABKAsyFi5kcHAuaW1wb3J0cy52MS5JbXBvcnQiMwoSTGlzdEltcG9ydHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJlChNMaXN0SW1wb3J0c1Jlc3BvbnNlEicKB2ltcG9ydHMYASADKAsyFi5kcHAuaW1wb3J0cy52MS5JbXBvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkywwEKDkltcG9ydHNTZXJ2aWNlElkKDENyZWF0ZUltcG9ydBIjLmRwcC5pbXBvcnRzLnYxLkNyZWF0ZUltcG9ydFJlcXVlc3QaJC5kcHAuaW1wb3J0cy52MS5DcmVhdGVJbXBvcnRSZXNwb25zZRJWCgtMaXN0SW1wb3J0cxIiLmRwcC5pbXBvcnRzLnYxLkxpc3RJbXBvcnRzUmVxdWVzdBojLmRwcC5pbXBvcnRzLnYxLkxpc3RJbXBvcnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiRkcHAvaW1wb3J0cy92MS9pbXBvcnRzX3NlcnZpY2UucHJvdG8SDmRwcC5pbXBvcnRzLnYxIusCCglJbXBvcnRKb2ISCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEiwKBnN0YXR1cxgEIAEoDjIcLmRwcC5pbXBvcnRzLnYxLkltcG9ydFN0YXR1cxISCgp0b3RhbF9yb3dzGAUgASgFEhYKDnN1Y2NlZWRlZF9yb3dzGAYgASgFEhMKC2ZhaWxlZF9yb3dzGAcgASgFEhQKDHBlbmRpbmdfcm93cxgIIAEoBRIQCghhdHRlbXB0cxgJIAEoBRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIl8KDkltcG9ydFJvd0lucHV0EhAKCGNhdGVnb3J5GAEgASgJEhgKC2V4dGVybmFsX2lkGAIgASgJSACIAQESEQoJZGF0YV9qc29uGAMgASgJQg4KDF9leHRlcm5hbF9pZCJDChNDcmVhdGVJbXBvcnRSZXF1ZXN0EiwKBHJvd3MYASADKAsyHi5kcHAuaW1wb3J0cy52MS5JbXBvcnRSb3dJbnB1dCI+ChRDcmVhdGVJbXBvcnRSZXNwb25zZRImCgNqb2IYASABKAsyGS5kcHAuaW1wb3J0cy52MS5JbXBvcnRKb2IiYQoSTGlzdEltcG9ydHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIsCgZzdGF0dXMYAyABKA4yHC5kcHAuaW1wb3J0cy52MS5JbXBvcnRTdGF0dXMiZQoTTGlzdEltcG9ydHNSZXNwb25zZRInCgRqb2JzGAEgAygLMhkuZHBwLmltcG9ydHMudjEuSW1wb3J0Sm9iEhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJImMKEEdldEltcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSEQoJcm93X2xpbWl0GAIgASgFEhwKD2FmdGVyX3Jvd19pbmRleBgDIAEoBUgAiAEBQhIKEF9hZnRlcl9yb3dfaW5kZXgiRAoOSW1wb3J0Um93RXJyb3ISDAoEY29kZRgBIAEoCRIOCgZkZXRhaWwYAiABKAkSFAoMZGV0YWlsc19qc29uGAMgASgJIuwBCg9JbXBvcnRSb3dSZXN1bHQSEQoJcm93X2luZGV4GAEgASgFEhgKC2V4dGVybmFsX2lkGAIgASgJSACIAQESEQoJc3VjY2VlZGVkGAMgASgIEhgKC3Bhc3Nwb3J0X2lkGAQgASgJSAGIAQESLQoFZXJyb3IYBSABKAsyHi5kcHAuaW1wb3J0cy52MS5JbXBvcnRSb3dFcnJvchIwCgxwcm9jZXNzZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF9leHRlcm5hbF9pZEIOCgxfcGFzc3BvcnRfaWQigQEKEUdldEltcG9ydFJlc3BvbnNlEiYKA2pvYhgBIAEoCzIZLmRwcC5pbXBvcnRzLnYxLkltcG9ydEpvYhItCgRyb3dzGAIgAygLMh8uZHBwLmltcG9ydHMudjEuSW1wb3J0Um93UmVzdWx0EhUKDXJvd3NfaGFzX21vcmUYAyABKAgqmQEKDEltcG9ydFN0YXR1cxIdChlJTVBPUlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUSU1QT1JUX1NUQVRVU19RVUVVRUQQARIZChVJTVBPUlRfU1RBVFVTX1JVTk5JTkcQAhIbChdJTVBPUlRfU1RBVFVTX0NPTVBMRVRFRBADEhgKFElNUE9SVF9TVEFUVVNfRkFJTEVEEAQylQIKDkltcG9ydHNTZXJ2aWNlElkKDENyZWF0ZUltcG9ydBIjLmRwcC5pbXBvcnRzLnYxLkNyZWF0ZUltcG9ydFJlcXVlc3QaJC5kcHAuaW1wb3J0cy52MS5DcmVhdGVJbXBvcnRSZXNwb25zZRJWCgtMaXN0SW1wb3J0cxIiLmRwcC5pbXBvcnRzLnYxLkxpc3RJbXBvcnRzUmVxdWVzdBojLmRwcC5pbXBvcnRzLnYxLkxpc3RJbXBvcnRzUmVzcG9uc2USUAoJR2V0SW1wb3J0EiAuZHBwLmltcG9ydHMudjEuR2V0SW1wb3J0UmVxdWVzdBohLmRwcC5pbXBvcnRzLnYxLkdldEltcG9ydFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
- * @generated from message dpp.imports.v1.Import
+ * @generated from message dpp.imports.v1.ImportJob
  */
-export type Import = Message<"dpp.imports.v1.Import"> & {
+export type ImportJob = Message<"dpp.imports.v1.ImportJob"> & {
   /**
    * @generated from field: string id = 1;
    */
@@ -34,31 +34,99 @@ export type Import = Message<"dpp.imports.v1.Import"> & {
   livemode: boolean;
 
   /**
-   * @generated from field: string label = 4;
+   * @generated from field: dpp.imports.v1.ImportStatus status = 4;
    */
-  label: string;
+  status: ImportStatus;
 
   /**
-   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   * @generated from field: int32 total_rows = 5;
+   */
+  totalRows: number;
+
+  /**
+   * @generated from field: int32 succeeded_rows = 6;
+   */
+  succeededRows: number;
+
+  /**
+   * @generated from field: int32 failed_rows = 7;
+   */
+  failedRows: number;
+
+  /**
+   * @generated from field: int32 pending_rows = 8;
+   */
+  pendingRows: number;
+
+  /**
+   * @generated from field: int32 attempts = 9;
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 10;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * Unset until set.
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 11;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp completed_at = 12;
+   */
+  completedAt?: Timestamp | undefined;
 };
 
 /**
- * Describes the message dpp.imports.v1.Import.
- * Use `create(ImportSchema)` to create a new message.
+ * Describes the message dpp.imports.v1.ImportJob.
+ * Use `create(ImportJobSchema)` to create a new message.
  */
-export const ImportSchema: GenMessage<Import> = /*@__PURE__*/
+export const ImportJobSchema: GenMessage<ImportJob> = /*@__PURE__*/
   messageDesc(file_dpp_imports_v1_imports_service, 0);
+
+/**
+ * A row as sent: its shape is checked by the gateway (known members, types); the rest by passport, per row.
+ *
+ * @generated from message dpp.imports.v1.ImportRowInput
+ */
+export type ImportRowInput = Message<"dpp.imports.v1.ImportRowInput"> & {
+  /**
+   * @generated from field: string category = 1;
+   */
+  category: string;
+
+  /**
+   * @generated from field: optional string external_id = 2;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * The passport document `data` as JSON object text.
+   *
+   * @generated from field: string data_json = 3;
+   */
+  dataJson: string;
+};
+
+/**
+ * Describes the message dpp.imports.v1.ImportRowInput.
+ * Use `create(ImportRowInputSchema)` to create a new message.
+ */
+export const ImportRowInputSchema: GenMessage<ImportRowInput> = /*@__PURE__*/
+  messageDesc(file_dpp_imports_v1_imports_service, 1);
 
 /**
  * @generated from message dpp.imports.v1.CreateImportRequest
  */
 export type CreateImportRequest = Message<"dpp.imports.v1.CreateImportRequest"> & {
   /**
-   * @generated from field: string label = 1;
+   * @generated from field: repeated dpp.imports.v1.ImportRowInput rows = 1;
    */
-  label: string;
+  rows: ImportRowInput[];
 };
 
 /**
@@ -66,16 +134,16 @@ export type CreateImportRequest = Message<"dpp.imports.v1.CreateImportRequest"> 
  * Use `create(CreateImportRequestSchema)` to create a new message.
  */
 export const CreateImportRequestSchema: GenMessage<CreateImportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_imports_v1_imports_service, 1);
+  messageDesc(file_dpp_imports_v1_imports_service, 2);
 
 /**
  * @generated from message dpp.imports.v1.CreateImportResponse
  */
 export type CreateImportResponse = Message<"dpp.imports.v1.CreateImportResponse"> & {
   /**
-   * @generated from field: dpp.imports.v1.Import import = 1;
+   * @generated from field: dpp.imports.v1.ImportJob job = 1;
    */
-  import?: Import | undefined;
+  job?: ImportJob | undefined;
 };
 
 /**
@@ -83,7 +151,7 @@ export type CreateImportResponse = Message<"dpp.imports.v1.CreateImportResponse"
  * Use `create(CreateImportResponseSchema)` to create a new message.
  */
 export const CreateImportResponseSchema: GenMessage<CreateImportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_imports_v1_imports_service, 2);
+  messageDesc(file_dpp_imports_v1_imports_service, 3);
 
 /**
  * @generated from message dpp.imports.v1.ListImportsRequest
@@ -102,6 +170,13 @@ export type ListImportsRequest = Message<"dpp.imports.v1.ListImportsRequest"> & 
    * @generated from field: string cursor = 2;
    */
   cursor: string;
+
+  /**
+   * Only jobs in this state; unspecified for all.
+   *
+   * @generated from field: dpp.imports.v1.ImportStatus status = 3;
+   */
+  status: ImportStatus;
 };
 
 /**
@@ -109,16 +184,16 @@ export type ListImportsRequest = Message<"dpp.imports.v1.ListImportsRequest"> & 
  * Use `create(ListImportsRequestSchema)` to create a new message.
  */
 export const ListImportsRequestSchema: GenMessage<ListImportsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_imports_v1_imports_service, 3);
+  messageDesc(file_dpp_imports_v1_imports_service, 4);
 
 /**
  * @generated from message dpp.imports.v1.ListImportsResponse
  */
 export type ListImportsResponse = Message<"dpp.imports.v1.ListImportsResponse"> & {
   /**
-   * @generated from field: repeated dpp.imports.v1.Import imports = 1;
+   * @generated from field: repeated dpp.imports.v1.ImportJob jobs = 1;
    */
-  imports: Import[];
+  jobs: ImportJob[];
 
   /**
    * @generated from field: bool has_more = 2;
@@ -138,16 +213,185 @@ export type ListImportsResponse = Message<"dpp.imports.v1.ListImportsResponse"> 
  * Use `create(ListImportsResponseSchema)` to create a new message.
  */
 export const ListImportsResponseSchema: GenMessage<ListImportsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_imports_v1_imports_service, 4);
+  messageDesc(file_dpp_imports_v1_imports_service, 5);
 
 /**
- * The imports service: the imports of one organization and mode. Refusals travel as the kit's ApiError.
+ * @generated from message dpp.imports.v1.GetImportRequest
+ */
+export type GetImportRequest = Message<"dpp.imports.v1.GetImportRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Row results to include, 0..500 (checked by the gateway).
+   *
+   * @generated from field: int32 row_limit = 2;
+   */
+  rowLimit: number;
+
+  /**
+   * Row results after this row index; unset from the first.
+   *
+   * @generated from field: optional int32 after_row_index = 3;
+   */
+  afterRowIndex?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.imports.v1.GetImportRequest.
+ * Use `create(GetImportRequestSchema)` to create a new message.
+ */
+export const GetImportRequestSchema: GenMessage<GetImportRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_imports_v1_imports_service, 6);
+
+/**
+ * @generated from message dpp.imports.v1.ImportRowError
+ */
+export type ImportRowError = Message<"dpp.imports.v1.ImportRowError"> & {
+  /**
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+
+  /**
+   * The refusal's details (e.g. issues with their pointers into the row's data) as JSON object text.
+   *
+   * @generated from field: string details_json = 3;
+   */
+  detailsJson: string;
+};
+
+/**
+ * Describes the message dpp.imports.v1.ImportRowError.
+ * Use `create(ImportRowErrorSchema)` to create a new message.
+ */
+export const ImportRowErrorSchema: GenMessage<ImportRowError> = /*@__PURE__*/
+  messageDesc(file_dpp_imports_v1_imports_service, 7);
+
+/**
+ * A processed row (a pending row has no result yet).
+ *
+ * @generated from message dpp.imports.v1.ImportRowResult
+ */
+export type ImportRowResult = Message<"dpp.imports.v1.ImportRowResult"> & {
+  /**
+   * @generated from field: int32 row_index = 1;
+   */
+  rowIndex: number;
+
+  /**
+   * @generated from field: optional string external_id = 2;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * @generated from field: bool succeeded = 3;
+   */
+  succeeded: boolean;
+
+  /**
+   * @generated from field: optional string passport_id = 4;
+   */
+  passportId?: string | undefined;
+
+  /**
+   * @generated from field: dpp.imports.v1.ImportRowError error = 5;
+   */
+  error?: ImportRowError | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp processed_at = 6;
+   */
+  processedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message dpp.imports.v1.ImportRowResult.
+ * Use `create(ImportRowResultSchema)` to create a new message.
+ */
+export const ImportRowResultSchema: GenMessage<ImportRowResult> = /*@__PURE__*/
+  messageDesc(file_dpp_imports_v1_imports_service, 8);
+
+/**
+ * @generated from message dpp.imports.v1.GetImportResponse
+ */
+export type GetImportResponse = Message<"dpp.imports.v1.GetImportResponse"> & {
+  /**
+   * @generated from field: dpp.imports.v1.ImportJob job = 1;
+   */
+  job?: ImportJob | undefined;
+
+  /**
+   * @generated from field: repeated dpp.imports.v1.ImportRowResult rows = 2;
+   */
+  rows: ImportRowResult[];
+
+  /**
+   * @generated from field: bool rows_has_more = 3;
+   */
+  rowsHasMore: boolean;
+};
+
+/**
+ * Describes the message dpp.imports.v1.GetImportResponse.
+ * Use `create(GetImportResponseSchema)` to create a new message.
+ */
+export const GetImportResponseSchema: GenMessage<GetImportResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_imports_v1_imports_service, 9);
+
+/**
+ * @generated from enum dpp.imports.v1.ImportStatus
+ */
+export enum ImportStatus {
+  /**
+   * @generated from enum value: IMPORT_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: IMPORT_STATUS_QUEUED = 1;
+   */
+  QUEUED = 1,
+
+  /**
+   * @generated from enum value: IMPORT_STATUS_RUNNING = 2;
+   */
+  RUNNING = 2,
+
+  /**
+   * @generated from enum value: IMPORT_STATUS_COMPLETED = 3;
+   */
+  COMPLETED = 3,
+
+  /**
+   * @generated from enum value: IMPORT_STATUS_FAILED = 4;
+   */
+  FAILED = 4,
+}
+
+/**
+ * Describes the enum dpp.imports.v1.ImportStatus.
+ */
+export const ImportStatusSchema: GenEnum<ImportStatus> = /*@__PURE__*/
+  enumDesc(file_dpp_imports_v1_imports_service, 0);
+
+/**
+ * The imports service: import jobs of one organization and mode, each row a passport created through the
+ * passport service in the background (docs/decisions/0053-imports-jobs-rows-and-per-row-keys.md). The tenant
+ * travels in the request context. Refusals travel as the kit's ApiError.
  *
  * @generated from service dpp.imports.v1.ImportsService
  */
 export const ImportsService: GenService<{
   /**
-   * Creates a import; under an Idempotency-Key (the gateway's), it runs once per key.
+   * Queues a job of 1 to 500 rows; under an Idempotency-Key (the gateway's), it is queued once per key.
    *
    * @generated from rpc dpp.imports.v1.ImportsService.CreateImport
    */
@@ -157,7 +401,7 @@ export const ImportsService: GenService<{
     output: typeof CreateImportResponseSchema;
   },
   /**
-   * Lists the tenant's imports, newest first, a page at a time.
+   * The tenant's jobs, newest first, a page at a time.
    *
    * @generated from rpc dpp.imports.v1.ImportsService.ListImports
    */
@@ -165,6 +409,16 @@ export const ImportsService: GenService<{
     methodKind: "unary";
     input: typeof ListImportsRequestSchema;
     output: typeof ListImportsResponseSchema;
+  },
+  /**
+   * One job with a page of its row results.
+   *
+   * @generated from rpc dpp.imports.v1.ImportsService.GetImport
+   */
+  getImport: {
+    methodKind: "unary";
+    input: typeof GetImportRequestSchema;
+    output: typeof GetImportResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_imports_v1_imports_service, 0);
