@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { ERROR_TABLE, type ErrorCode } from "@dpp/contract";
 import type { ClientOf, Logger, RequestContext } from "@dpp/kit";
 import type { passportV1 } from "@dpp/proto";
+import type { RowError } from "../store/schema";
 import type { ImportsStore, JobRow, RowOutcome } from "../store/store";
 
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
@@ -31,6 +32,21 @@ export interface WorkerOptions {
 export function isRetryable(code: string): boolean {
   const entry = ERROR_TABLE[code as ErrorCode] as { status: number } | undefined;
   return !entry || entry.status >= 500 || code === "resource_busy" || code === "rate_limited";
+}
+
+/**
+ * A row's error: the refusal POST .../passports would have answered, with one exception the spec names: a row
+ * refused only for its category (validation_failed, its one issue on /category with the rule unknown_category)
+ * fails with the code `unknown_category`, the details unchanged.
+ */
+export function rowError(e: { code: string; message: string; detailsJson: string }): RowError {
+  const details = JSON.parse(e.detailsJson || "{}") as Record<string, unknown>;
+  const issues = Array.isArray(details.issues) ? (details.issues as { rule?: unknown }[]) : [];
+  const code =
+    e.code === "validation_failed" && issues.length === 1 && issues[0]!.rule === "unknown_category"
+      ? "unknown_category"
+      : e.code;
+  return { code, detail: e.message, details };
 }
 
 /** The key of a row's create at passport: stable for the row, whoever sends it and however often. */
@@ -76,14 +92,7 @@ export async function runBatch(o: WorkerOptions, owner: string): Promise<boolean
         const out = result.outcome;
         if (out.case === "passport") outcomes.push({ rowIndex, passportId: out.value.id });
         else if (out.case === "error" && !isRetryable(out.value.code))
-          outcomes.push({
-            rowIndex,
-            error: {
-              code: out.value.code,
-              detail: out.value.message,
-              details: JSON.parse(out.value.detailsJson || "{}") as Record<string, unknown>,
-            },
-          });
+          outcomes.push({ rowIndex, error: rowError(out.value) });
         else retryAfterMs = 1000;
       });
     } catch (err) {
