@@ -323,3 +323,36 @@ describe("a job", () => {
     expect(new Set(all.body.rows.data.map((r: any) => r.passport_id)).size).toBe(500);
   });
 });
+
+describe("the SDK's importRows", () => {
+  it("splits rows into jobs, follows them and yields every row's result in the rows' order", async () => {
+    const org = h.sdk(t.testKey).organization(t.organizationId);
+    const input = Array.from({ length: 7 }, (_, i) =>
+      i === 4 ? { category: "spaceship", data: {} } : row(20_000 + i),
+    );
+    const progress: number[] = [];
+    const results = [];
+    for await (const r of org.imports.importRows(input, {
+      jobSize: 3,
+      pollMs: 50,
+      onProgress: (p) => progress.push(p.processed),
+    }))
+      results.push(r);
+    expect(results.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(new Set(results.map((r) => r.job_id)).size).toBe(3);
+    expect(results.map((r) => r.status)).toEqual([
+      "succeeded",
+      "succeeded",
+      "succeeded",
+      "succeeded",
+      "failed",
+      "succeeded",
+      "succeeded",
+    ]);
+    expect(results[4]!.error!.code).toBe("unknown_category");
+    expect(results[6]!.input).toEqual(input[6]);
+    expect(progress[progress.length - 1]).toBe(7);
+    const jobs = await org.imports.list({ status: "completed" }).toArray();
+    expect(jobs.map((j) => j.id)).toEqual(expect.arrayContaining([...new Set(results.map((r) => r.job_id))]));
+  });
+});
