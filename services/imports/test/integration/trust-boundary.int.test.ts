@@ -18,7 +18,11 @@ describeTrustBoundary(importsV1.ImportsService, {
   tenant: () => victim,
   calls: [
     { method: "listImports", request: () => ({}) },
-    { method: "createImport", request: () => ({ label: "forged" }) },
+    {
+      method: "createImport",
+      request: () => ({ rows: [{ category: "textile", dataJson: "{}" }] }),
+    },
+    { method: "getImport", request: () => ({ id: "imp_forged", rowLimit: 10 }) },
   ],
   snapshot: () => h.rowCounts(victim),
 });
