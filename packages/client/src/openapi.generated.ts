@@ -4399,7 +4399,9 @@ export interface components {
         code: string;
         detail: string;
         /** @description The refusal's details (e.g. `issues` with pointers into the row's `data`). */
-        details?: Record<string, never>;
+        details?: {
+          [key: string]: unknown;
+        };
       };
       processed_at: components["schemas"]["Timestamp"];
     };
@@ -4417,7 +4419,9 @@ export interface components {
       /** @description A category id from GET /categories. */
       category: string;
       /** @description The passport document exactly as POST .../passports accepts it. */
-      data: Record<string, never>;
+      data: {
+        [key: string]: unknown;
+      };
       /** @description Returned unchanged in the row's result, to reconcile failed rows. */
       external_id?: string;
     };

@@ -11587,6 +11587,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
                   },
                   "details": {
                     "type": "object",
+                    "additionalProperties": true,
                     "description": "The refusal's details (e.g. `issues` with pointers into the row's `data`)."
                   }
                 }
@@ -11663,6 +11664,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "data": {
             "type": "object",
+            "additionalProperties": true,
             "description": "The passport document exactly as POST .../passports accepts it."
           },
           "external_id": {
