@@ -19,7 +19,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { parse as parseCsv } from "csv-parse/sync";
 import { stringify as stringifyCsv } from "csv-stringify/sync";
-import type { Dpp, ImportProgress, ImportRowResult as SdkRowResult, OrganizationClient } from "@dpp/client";
+import {
+  DppError,
+  type Dpp,
+  type ImportProgress,
+  type ImportRowResult as SdkRowResult,
+  type OrganizationClient,
+} from "@dpp/client";
 import { SingleBar } from "cli-progress";
 import { UsageError } from "./errors";
 
@@ -164,7 +170,14 @@ export function schemaCache(dpp: Dpp): (category: string) => Promise<Record<stri
   return (category) => {
     let p = seen.get(category);
     if (!p) {
-      p = dpp.categorySchema(category).then((s) => s.json_schema);
+      // An unknown category is the row's failure (unknown_category), reported by the server with the rest.
+      p = dpp.categorySchema(category).then(
+        (s) => s.json_schema,
+        (err: unknown) => {
+          if (err instanceof DppError && err.status === 404) return {};
+          throw err;
+        },
+      );
       seen.set(category, p);
     }
     return p;
