@@ -13,7 +13,7 @@ export const importsEnv = {
   /** Batches one process runs at once (each of another job). */
   IMPORTS_WORKER_CONCURRENCY: positiveInt(2),
   /** Rows sent to passport in one CreatePassports call. */
-  IMPORTS_BATCH_ROWS: z.coerce.number().int().min(1).max(500).default(100),
+  IMPORTS_BATCH_ROWS: z.coerce.number().int().min(1).max(500).default(250),
   /** How long a worker holds a job for one batch; a worker that died loses it after this. */
   IMPORTS_LEASE_MS: positiveInt(15_000),
   /** How often an idle worker looks for a job (a POST served by this process wakes it at once). */

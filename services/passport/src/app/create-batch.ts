@@ -17,7 +17,7 @@ import { createPassport } from "./create";
 /** The most rows of one call. */
 export const MAX_BATCH_ROWS = 500;
 /** Rows (or chains of rows that share an external_id or a GTIN) created side by side. */
-const ROWS_AT_ONCE = 8;
+const ROWS_AT_ONCE = 10;
 /** The single write a row stands for: its record is CreatePassport's answer. */
 const CREATE_METHOD = "/dpp.passport.v1.PassportService/CreatePassport";
 
