@@ -23,7 +23,8 @@ export interface Harness {
 }
 
 export async function startHarness(label: string): Promise<Harness> {
-  const service = await startServiceUnderTest(importsService, {}, label);
+  // No worker: these tests look at the service's API; the e2e tests run the worker against passport.
+  const service = await startServiceUnderTest(importsService, { IMPORTS_WORKER: "off" }, label);
   const query = createDb<ImportsDB>({
     url: service.database.url,
     schema: IMPORTS_SCHEMA,
