@@ -9,6 +9,7 @@
  * package entry (services/<name>/package.json "main"): the exported definition, or a function without required
  * arguments that returns it (the passport's).
  */
+import fs from "node:fs";
 import path from "node:path";
 import { gatewayEntry, loadRegistry, REPO_ROOT, type ServiceEntry } from ".";
 
@@ -78,6 +79,24 @@ function recordingRoutes(): { routes: Route[]; calls: Recorded[] } {
 }
 
 /** A keyed request of the route, as the middleware hands it to the handler. */
+/**
+ * The body each service's gateway/authz.json gives an operation (a body its route accepts, such as an import's
+ * one row), by operationId; other routes get `{}`.
+ */
+const AUTHZ_BODIES: Record<string, unknown> = Object.assign(
+  {},
+  ...registry.map((s) => {
+    const file = path.join(REPO_ROOT, s.folder, "gateway", "authz.json");
+    if (!fs.existsSync(file)) return {};
+    const given = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, { body?: unknown }>;
+    return Object.fromEntries(
+      Object.entries(given)
+        .filter(([, g]) => g.body !== undefined)
+        .map(([op, g]) => [op, g.body]),
+    );
+  }),
+);
+
 function keyedInput(route: Route): object {
   const params = Object.fromEntries(
     [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name, `${name}_1`]),
@@ -85,7 +104,7 @@ function keyedInput(route: Route): object {
   return {
     params,
     query: {},
-    body: route.bodyLimitBytes !== undefined ? {} : undefined,
+    body: route.bodyLimitBytes !== undefined ? (AUTHZ_BODIES[route.operationId] ?? {}) : undefined,
     conditional: route.conditional ? {} : undefined,
     ctx: {
       requestId: "req_keyed_routes",

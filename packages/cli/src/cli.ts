@@ -7,9 +7,9 @@ import http from "node:http";
 import fs from "node:fs";
 import type { AddressInfo } from "node:net";
 import { Command, CommanderError, Option } from "commander";
-import { SingleBar } from "cli-progress";
 import {
   Dpp,
+  DppError,
   SDK_VERSION,
   type CreatePassportParams,
   type Event,
@@ -18,18 +18,29 @@ import {
   type UpdatePassportParams,
 } from "@dpp/client";
 import { CursorStore, readConfig, resolveSettings, writeConfig, type Env, type Settings } from "./config";
-import { ConfigError, EXIT, exitCodeOf, messageOf, UsageError } from "./errors";
+import { ConfigError, EXIT, exitCodeOf, messageOf, NotAvailableError, UsageError } from "./errors";
 import { call } from "./http";
 import {
   chunks,
+  importFile,
+  importProgressBar,
   MAX_ROWS_PER_JOB,
   readTable,
   schemaCache,
   toImportRows,
-  type ImportJob,
-  type ImportRowResult,
 } from "./imports";
 import { colorsFor, json, record, table, type Format, type Io } from "./output";
+
+/** An import answered 404 resource_not_found: this server has no imports. */
+async function notAvailableAs404<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    if (err instanceof DppError && err.status === 404 && err.code === "resource_not_found")
+      throw new NotAvailableError("Importing");
+    throw err;
+  }
+}
 
 export const CLI_VERSION = "1.0.0";
 
@@ -385,83 +396,45 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 authentication or permi
         if (rows.length === 0) throw new UsageError(`${file}: no rows.`);
         if (o.dryRun) return io.out(json(rows));
         const orgId = await organizationOf(s, dpp);
-        const base = `/organizations/${encodeURIComponent(orgId)}/imports`;
-        const jobs: ImportJob[] = [];
-        for (const part of chunks(rows, MAX_ROWS_PER_JOB))
-          jobs.push(
-            await call<ImportJob>(s, "POST", base, {
-              body: { rows: part },
-              idempotent: true,
-              capability: "Importing",
-            }),
-          );
-        if (!o.wait)
+        const org = dpp.organization(orgId);
+        if (!o.wait) {
+          const jobs = [];
+          for (const part of chunks(rows, MAX_ROWS_PER_JOB))
+            jobs.push(await notAvailableAs404(() => org.imports.create(part)));
           return io.out(
             o.output === "json"
               ? json(jobs)
               : jobs.map((j) => `${j.id} ${j.status} ${j.total_rows} rows`).join("\n"),
           );
-
-        const bar = io.stderrIsTTY
-          ? new SingleBar({
-              format: "importing [{bar}] {value}/{total} rows | {failed} failed",
-              hideCursor: true,
-              stream: process.stderr,
-            })
-          : undefined;
-        bar?.start(rows.length, 0, { failed: 0 });
-        const done = new Map<string, ImportJob>();
-        while (done.size < jobs.length && !io.signal.aborted) {
-          for (const job of jobs.filter((j) => !done.has(j.id))) {
-            const now = await call<ImportJob>(s, "GET", `${base}/${encodeURIComponent(job.id)}?row_limit=0`);
-            if (now.completed_at !== null && now.pending_rows === 0) done.set(job.id, now);
-            else Object.assign(job, now);
-          }
-          const all = jobs.map((j) => done.get(j.id) ?? j);
-          bar?.update(
-            all.reduce((n, j) => n + j.succeeded_rows + j.failed_rows, 0),
-            {
-              failed: all.reduce((n, j) => n + j.failed_rows, 0),
-            },
-          );
-          if (done.size < jobs.length) await sleep(500, io.signal);
         }
-        bar?.stop();
-        const failed: (ImportRowResult & { job: string })[] = [];
-        for (const job of done.values()) {
-          if (job.failed_rows === 0) continue;
-          let after: number | null = -1;
-          while (after !== null) {
-            const page: ImportJob = await call<ImportJob>(
-              s,
-              "GET",
-              `${base}/${encodeURIComponent(job.id)}?row_limit=500${after >= 0 ? `&after_row_index=${after}` : ""}`,
-            );
-            for (const r of page.rows?.data ?? [])
-              if (r.status === "failed") failed.push({ ...r, job: job.id });
-            after = page.rows?.has_more ? page.rows.next_after_row_index : null;
-          }
+        const bar = importProgressBar(rows.length, process.stderr, io.stderrIsTTY);
+        let summary;
+        try {
+          summary = await notAvailableAs404(() => importFile(org, file, rows, { onProgress: bar.update }));
+        } finally {
+          bar.stop();
         }
-        const finished = [...done.values()];
-        const succeeded = finished.reduce((n, j) => n + j.succeeded_rows, 0);
-        if (o.output === "json") io.out(json({ jobs: finished, failed_rows: failed }));
+        const failed = summary.failures;
+        if (o.output === "json") io.out(json(summary));
         else {
           io.out(
-            `${rows.length} rows: ${colors.green(`${succeeded} succeeded`)}, ${failed.length ? colors.red(`${failed.length} failed`) : "0 failed"}`,
+            `${rows.length} rows in ${summary.jobs} jobs: ${colors.green(`${summary.succeeded} succeeded`)}, ${failed.length ? colors.red(`${failed.length} failed`) : "0 failed"}`,
           );
-          if (failed.length)
+          if (failed.length) {
             io.out(
               table(
-                ["JOB", "ROW", "EXTERNAL ID", "ERROR"],
+                ["JOB", "LINE", "EXTERNAL ID", "ERROR"],
                 failed.map((r) => [
-                  r.job,
-                  r.row_index,
-                  r.external_id,
-                  `${r.error?.code ?? ""} ${r.error?.detail ?? ""}`.trim(),
+                  r.job_id,
+                  r.line ?? "",
+                  r.external_id ?? "",
+                  `${r.code} ${r.detail}`.trim(),
                 ]),
                 colors,
               ),
             );
+            io.out(`failed rows: ${summary.failedFile}`);
+          }
         }
         if (failed.length) throw Object.assign(new Error(""), { exitCode: EXIT.rowsFailed });
       },

@@ -1,18 +1,37 @@
 /**
- * `dpp import FILE`: a CSV or XLSX file of passports, one per row, sent through the imports
- * capability (POST /organizations/{organization}/imports, 1 to 500 rows per job), then followed until
- * every row has a result. Columns: `category` (or `--category` for every row), `external_id`, and the
- * category's fields (`product_name`, or `data.product_name`). Cells are typed by the category's field
- * schema: numbers for number fields, JSON for arrays and objects, `true`/`false` for booleans; an
- * empty cell is left out.
+ * Importing a spreadsheet: the one place that reads a CSV or XLSX file of passports, maps its columns to import
+ * rows, sends them with the SDK's `importRows` (jobs of 500, followed until every row has a result) and writes
+ * the failed rows beside the file. Used by `dpp import FILE` (this package) and the admin CLI's `import FILE`.
+ *
+ * The column mapping (the first row names the columns):
+ * - `category`: the row's category id (or `--category` for rows without one);
+ * - `external_id`: the row's external_id;
+ * - `data.<field>` or `<field>`: a field of the passport's `data`, typed by the category's field schema
+ *   (numbers for number fields, `true`/`false` for booleans, JSON for arrays and objects);
+ * - a column repeated (`data.certifications` three times): its non-empty cells make an array, each typed as
+ *   the field's items;
+ * - an empty cell is left out.
+ *
+ * The failed rows go to `<file name>.failed.csv` beside the file: line (in the file), external_id, category,
+ * error code, error detail, job.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { parse as parseCsv } from "csv-parse/sync";
-import type { Dpp } from "@dpp/client";
+import { stringify as stringifyCsv } from "csv-stringify/sync";
+import {
+  DppError,
+  type Dpp,
+  type ImportProgress,
+  type ImportRowResult as SdkRowResult,
+  type OrganizationClient,
+} from "@dpp/client";
+import { SingleBar } from "cli-progress";
 import { UsageError } from "./errors";
 
 export type Cell = string | number | boolean | Date | null | undefined;
+/** A record's value: one cell, or the cells of a repeated column. */
+export type Value = Cell | Cell[];
 export interface ImportRow {
   category: string;
   external_id?: string;
@@ -22,7 +41,7 @@ export interface ImportRow {
 export const MAX_ROWS_PER_JOB = 500;
 
 /** The rows of a file as records keyed by column name (the first row). */
-export async function readTable(file: string, sheet?: string): Promise<Record<string, Cell>[]> {
+export async function readTable(file: string, sheet?: string): Promise<Record<string, Value>[]> {
   const ext = path.extname(file).toLowerCase();
   if (ext === ".xlsx") {
     const { default: readXlsx } = await import("read-excel-file/node");
@@ -33,7 +52,17 @@ export async function readTable(file: string, sheet?: string): Promise<Record<st
     const [head, ...rows] = chosen.data as Cell[][];
     if (!head) return [];
     const names = head.map((h) => String(h ?? "").trim());
-    return rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i]])));
+    const repeated = new Set(names.filter((n, i) => names.indexOf(n) !== i));
+    return rows
+      .filter((r) => r.some((c) => c !== null && c !== undefined && c !== ""))
+      .map((r) => {
+        const record: Record<string, Value> = {};
+        names.forEach((n, i) => {
+          if (repeated.has(n)) ((record[n] ??= []) as Cell[]).push(r[i]);
+          else record[n] = r[i];
+        });
+        return record;
+      });
   }
   if (ext === ".csv" || ext === ".txt") {
     const text = fs.readFileSync(file, "utf8");
@@ -42,18 +71,30 @@ export async function readTable(file: string, sheet?: string): Promise<Record<st
       skip_empty_lines: true,
       bom: true,
       trim: true,
-    }) as Record<string, Cell>[];
+      // A repeated column's cells come as an array: the field's array.
+      group_columns_by_name: true,
+    }) as Record<string, Value>[];
   }
   throw new UsageError(`${file}: a .csv or .xlsx file is expected.`);
 }
 
 type FieldType = "string" | "number" | "integer" | "boolean" | "array" | "object" | undefined;
 
-function fieldType(schema: Record<string, unknown>, field: string): FieldType {
-  const props = schema.properties as Record<string, { type?: unknown }> | undefined;
-  const t = props?.[field]?.type;
+function typeOf(prop: { type?: unknown } | undefined): FieldType {
+  const t = prop?.type;
   const first = Array.isArray(t) ? t.find((x) => x !== "null") : t;
   return typeof first === "string" ? (first as FieldType) : undefined;
+}
+
+function fieldType(schema: Record<string, unknown>, field: string): FieldType {
+  const props = schema.properties as Record<string, { type?: unknown }> | undefined;
+  return typeOf(props?.[field]);
+}
+
+/** The type of a field's items (an array field), for the cells of a repeated column. */
+function itemType(schema: Record<string, unknown>, field: string): FieldType {
+  const props = schema.properties as Record<string, { items?: { type?: unknown } }> | undefined;
+  return typeOf(props?.[field]?.items);
 }
 
 function coerce(value: Cell, type: FieldType, where: string): unknown {
@@ -84,20 +125,33 @@ function coerce(value: Cell, type: FieldType, where: string): unknown {
 
 /** Import rows from table records, each cell typed by its category's field schema. */
 export async function toImportRows(
-  records: Record<string, Cell>[],
+  records: Record<string, Value>[],
   defaultCategory: string | undefined,
   schemaOf: (category: string) => Promise<Record<string, unknown>>,
 ): Promise<ImportRow[]> {
   const rows: ImportRow[] = [];
+  const rowLines: number[] = [];
+  lines.set(rows, rowLines);
   for (const [i, record] of records.entries()) {
     const line = `row ${i + 2}`;
     const category = (typeof record.category === "string" && record.category) || defaultCategory;
+    // The record's line in the file (the header is line 1).
+    rowLines[rows.length] = i + 2;
     if (!category) throw new UsageError(`${line}: no category (add a category column or pass --category).`);
     const schema = await schemaOf(category);
     const row: ImportRow = { category, data: {} };
     for (const [column, value] of Object.entries(record)) {
       if (column === "category" || column === "" || value === undefined || value === null || value === "")
         continue;
+      if (Array.isArray(value)) {
+        if (column === "category" || column === "external_id")
+          throw new UsageError(`${line}: the column ${column} appears more than once.`);
+        const field = column.startsWith("data.") ? column.slice(5) : column;
+        const cells = value.filter((c) => c !== undefined && c !== null && c !== "");
+        if (cells.length)
+          row.data[field] = cells.map((c) => coerce(c, itemType(schema, field), `${line}, ${column}`));
+        continue;
+      }
       if (column === "external_id") {
         row.external_id = String(value);
         continue;
@@ -116,35 +170,115 @@ export function schemaCache(dpp: Dpp): (category: string) => Promise<Record<stri
   return (category) => {
     let p = seen.get(category);
     if (!p) {
-      p = dpp.categorySchema(category).then((s) => s.json_schema);
+      // An unknown category is the row's failure (unknown_category), reported by the server with the rest.
+      p = dpp.categorySchema(category).then(
+        (s) => s.json_schema,
+        (err: unknown) => {
+          if (err instanceof DppError && err.status === 404) return {};
+          throw err;
+        },
+      );
       seen.set(category, p);
     }
     return p;
   };
 }
 
-export interface ImportJob {
-  object: "import_job";
-  id: string;
-  status: string;
-  total_rows: number;
-  succeeded_rows: number;
-  failed_rows: number;
-  pending_rows: number;
-  completed_at: string | null;
-  rows?: {
-    data: ImportRowResult[];
-    has_more: boolean;
-    next_after_row_index: number | null;
+/** The line in its file of each row toImportRows made (by the rows' array). */
+const lines = new WeakMap<ImportRow[], number[]>();
+
+/** A failed row as the failed-rows file lists it. */
+export interface FailedRow {
+  line: number | null;
+  external_id: string | null;
+  category: string;
+  code: string;
+  detail: string;
+  job_id: string;
+}
+
+export interface ImportSummary {
+  rows: number;
+  succeeded: number;
+  failed: number;
+  jobs: number;
+  failures: FailedRow[];
+  /** The failed-rows CSV written beside the file; null when no row failed. */
+  failedFile: string | null;
+}
+
+/**
+ * Sends the rows with the SDK's importRows (jobs of 500, a few queued ahead, each followed until done) and, when
+ * some fail, writes them to `<file>.failed.csv` beside `file`.
+ */
+export async function importFile(
+  org: OrganizationClient,
+  file: string,
+  rows: ImportRow[],
+  o: { onProgress?: (p: ImportProgress) => void; pollMs?: number } = {},
+): Promise<ImportSummary> {
+  const rowLines = lines.get(rows);
+  const failures: FailedRow[] = [];
+  const jobs = new Set<string>();
+  let succeeded = 0;
+  for await (const r of org.imports.importRows(rows, { onProgress: o.onProgress, pollMs: o.pollMs })) {
+    jobs.add(r.job_id);
+    if (r.status === "succeeded") succeeded++;
+    else failures.push(failedRow(r, rowLines?.[r.index] ?? null));
+  }
+  const failedFile = failures.length ? writeFailedRows(file, failures) : null;
+  return { rows: rows.length, succeeded, failed: failures.length, jobs: jobs.size, failures, failedFile };
+}
+
+function failedRow(r: SdkRowResult, line: number | null): FailedRow {
+  return {
+    line,
+    external_id: r.external_id,
+    category: r.input.category,
+    code: r.error?.code ?? "",
+    detail: r.error?.detail ?? "",
+    job_id: r.job_id,
   };
 }
 
-export interface ImportRowResult {
-  row_index: number;
-  external_id: string;
-  status: "succeeded" | "failed";
-  passport_id: string | null;
-  error: { code: string; detail?: string } | null;
+/** The failed-rows file of `file`: `<name>.failed.csv` in the same folder. */
+export function failedRowsPath(file: string): string {
+  const ext = path.extname(file);
+  return path.join(path.dirname(file), `${path.basename(file, ext)}.failed.csv`);
+}
+
+export function writeFailedRows(file: string, failures: FailedRow[]): string {
+  const out = failedRowsPath(file);
+  fs.writeFileSync(
+    out,
+    stringifyCsv(
+      failures.map((f) => [f.line ?? "", f.external_id ?? "", f.category, f.code, f.detail, f.job_id]),
+      { header: true, columns: ["line", "external_id", "category", "error_code", "error_detail", "job_id"] },
+    ),
+  );
+  return out;
+}
+
+/**
+ * A progress bar of an import on `stream` when it is a terminal (nothing otherwise: a log or a pipe gets only
+ * the summary): rows with a result of all rows, and how many failed.
+ */
+export function importProgressBar(
+  total: number,
+  stream: NodeJS.WritableStream,
+  isTTY: boolean,
+): { update(p: ImportProgress): void; stop(): void } {
+  if (!isTTY) return { update: () => undefined, stop: () => undefined };
+  const bar = new SingleBar({
+    format: "importing [{bar}] {value}/{total} rows | {jobs} jobs | {failed} failed",
+    hideCursor: true,
+    stream,
+  });
+  bar.start(total, 0, { failed: 0, jobs: 0 });
+  return {
+    update: (p) => bar.update(p.processed, { failed: p.failed, jobs: p.jobs }),
+    stop: () => bar.stop(),
+  };
 }
 
 export const chunks = <T>(items: T[], size: number): T[][] =>

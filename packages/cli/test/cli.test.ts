@@ -206,38 +206,44 @@ describe("dpp import", () => {
       if (r.url.startsWith("/v1/categories/")) return { status: 200, body: textileSchema };
       if (r.method === "POST" && r.url === "/v1/organizations/org_1/imports")
         return { status: 202, body: job(false) };
-      if (r.url === "/v1/organizations/org_1/imports/imp_1?row_limit=0")
-        return { status: 200, body: job(++polls > 1) };
-      if (r.url === "/v1/organizations/org_1/imports/imp_1?row_limit=500")
-        return {
-          status: 200,
-          body: {
-            ...job(true),
-            rows: {
-              object: "list",
-              data: [
-                {
-                  object: "import_row",
-                  row_index: 0,
-                  external_id: "A-1",
-                  status: "succeeded",
-                  passport_id: "pp_1",
-                  error: null,
+      if (r.url === "/v1/organizations/org_1/imports/imp_1?row_limit=500&after_row_index=-1")
+        return ++polls === 1
+          ? {
+              status: 200,
+              body: {
+                ...job(false),
+                rows: { object: "list", data: [], has_more: false, next_after_row_index: null },
+              },
+            }
+          : {
+              status: 200,
+              body: {
+                ...job(true),
+                rows: {
+                  object: "list",
+                  data: [
+                    {
+                      object: "import_row",
+                      row_index: 0,
+                      external_id: "A-1",
+                      status: "succeeded",
+                      passport_id: "pp_1",
+                      error: null,
+                    },
+                    {
+                      object: "import_row",
+                      row_index: 1,
+                      external_id: "A-2",
+                      status: "failed",
+                      passport_id: null,
+                      error: { code: "validation_failed", detail: "gtin" },
+                    },
+                  ],
+                  has_more: false,
+                  next_after_row_index: null,
                 },
-                {
-                  object: "import_row",
-                  row_index: 1,
-                  external_id: "A-2",
-                  status: "failed",
-                  passport_id: null,
-                  error: { code: "validation_failed", detail: "gtin" },
-                },
-              ],
-              has_more: false,
-              next_after_row_index: null,
-            },
-          },
-        };
+              },
+            };
       return { status: 404, body: envelope("resource_not_found", 404) };
     };
     const r = await cli(["import", file, "--category", "textile"]);
@@ -254,8 +260,11 @@ describe("dpp import", () => {
         { category: "textile", external_id: "A-2", data: { product_name: "Scarf" } },
       ],
     });
-    expect(r.out).toContain("2 rows: 1 succeeded, 1 failed");
-    expect(r.out).toMatch(/imp_1\s+│\s+1\s+│\s+A-2\s+│\s+validation_failed gtin/);
+    expect(r.out).toContain("2 rows in 1 jobs: 1 succeeded, 1 failed");
+    expect(r.out).toMatch(/imp_1\s+│\s+3\s+│\s+A-2\s+│\s+validation_failed gtin/);
+    expect(fs.readFileSync(path.join(dir, "rows.failed.csv"), "utf8")).toBe(
+      "line,external_id,category,error_code,error_detail,job_id\n3,A-2,textile,validation_failed,gtin,imp_1\n",
+    );
   });
 });
 

@@ -12,6 +12,19 @@ export {
   type PublishApproval,
 } from "./filings";
 export {
+  IMPORT_JOB_MAX_ROWS,
+  Imports,
+  type ImportJob,
+  type ImportJobStatus,
+  type ImportJobWithRows,
+  type ImportProgress,
+  type ImportRow,
+  type ImportRowInput,
+  type ImportRowResult,
+  type ImportRowsOptions,
+  type ListImportsParams,
+} from "./imports";
+export {
   SDK_VERSION,
   type ConditionalOptions,
   type DppOptions,

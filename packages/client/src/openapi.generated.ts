@@ -639,6 +639,67 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/imports": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List import jobs
+     * @description The import jobs of the organization in the key's mode, newest first.
+     */
+    get: operations["listImports"];
+    put?: never;
+    /**
+     * Queue an import job
+     * @description Queues a job of 1 to 500 rows, each `{category, data, external_id?}` as POST .../passports takes them.
+     *     The shape of every row is checked up front: a member that is not `category`, `data` or `external_id`
+     *     (rule `unknown_field`), a missing `category` or `data` (`required`), a member of the wrong type (`type`)
+     *     is refused with 422 `validation_failed` and a pointer per issue (`/rows/3/colour`); more than 500 rows is
+     *     refused under its own rule `max_rows` (`details.limit`, `details.requested`), no row under `min_rows`.
+     *     What `data` holds is checked per row when it is processed (a failed row). A live job is refused as a
+     *     live create would be (402 `no_subscription`, `payment_overdue`, `plan_required`) before anything is
+     *     queued. Body limit: 8 MiB.
+     */
+    post: operations["createImport"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/imports/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The import job's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Read an import job and its row results
+     * @description The job with `rows`: the results of its processed rows by row index (a pending row has none yet),
+     *     `row_limit` of them (0 to 500, default 100) after `after_row_index`. Walk a job with
+     *     `after_row_index` = the previous page's `next_after_row_index` (null on the last page).
+     */
+    get: operations["getImport"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1263,10 +1324,10 @@ export interface components {
       | components["schemas"]["VariantEventRelated"]
       | components["schemas"]["UnitEventRelated"]
       | components["schemas"]["DocumentEventRelated"]
-      | components["schemas"]["ImportJobEventRelated"]
       | components["schemas"]["ProposalEventRelated"]
       | components["schemas"]["AffichageEventRelated"]
-      | components["schemas"]["GrantEventRelated"];
+      | components["schemas"]["GrantEventRelated"]
+      | components["schemas"]["ImportJobEventRelated"];
     /** @description `passport.*` events. */
     PassportEventRelated: {
       /**
@@ -1322,20 +1383,6 @@ export interface components {
       access_tier: string;
       upload_state: string;
       passport_id: string | null;
-    };
-    /** @description `import_job.*` events. */
-    ImportJobEventRelated: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
-      object: "import_job";
-      id: components["schemas"]["Identifier"];
-      name: string;
-      status: string;
-      total_rows: number;
-      succeeded_rows: number;
-      failed_rows: number;
     };
     /** @description `proposal.*` events. */
     ProposalEventRelated: {
@@ -4314,6 +4361,87 @@ export interface components {
         code: "portal_unavailable";
       };
     };
+    /** @enum {string} */
+    ImportJobStatus: "queued" | "running" | "completed" | "failed";
+    ImportJob: {
+      /** @constant */
+      object: "import_job";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/imports/<id> */
+      name: string;
+      organization_id: components["schemas"]["Identifier"];
+      livemode: boolean;
+      status: components["schemas"]["ImportJobStatus"];
+      total_rows: number;
+      succeeded_rows: number;
+      failed_rows: number;
+      pending_rows: number;
+      /** @description Tries of the job; 0 while queued, one more each time processing is resumed after a failure. */
+      attempts: number;
+      created_at: components["schemas"]["Timestamp"];
+      started_at: components["schemas"]["Timestamp"] | null;
+      completed_at: components["schemas"]["Timestamp"] | null;
+    };
+    ImportRow: {
+      /** @constant */
+      object: "import_row";
+      row_index: number;
+      /** @description The row's external_id as sent; null when it had none. */
+      external_id: string | null;
+      /** @enum {string} */
+      status: "succeeded" | "failed";
+      passport_id: string | null;
+      /** @description organizations/<organization_id>/passports/<passport_id> */
+      passport_name: string | null;
+      /** @description A failed row's refusal, as POST .../passports would have answered it. */
+      error: null | {
+        /** @description A code of the error table (e.g. `unknown_category`, `validation_failed`, `already_exists`). */
+        code: string;
+        detail: string;
+        /** @description The refusal's details (e.g. `issues` with pointers into the row's `data`). */
+        details?: {
+          [key: string]: unknown;
+        };
+      };
+      processed_at: components["schemas"]["Timestamp"];
+    };
+    ImportRowList: {
+      /** @constant */
+      object: "list";
+      data: components["schemas"]["ImportRow"][];
+      has_more: boolean;
+      next_after_row_index: number | null;
+    };
+    ImportJobList: components["schemas"]["List"] & {
+      data: components["schemas"]["ImportJob"][];
+    };
+    ImportRowInput: {
+      /** @description A category id from GET /categories. */
+      category: string;
+      /** @description The passport document exactly as POST .../passports accepts it. */
+      data: {
+        [key: string]: unknown;
+      };
+      /** @description Returned unchanged in the row's result, to reconcile failed rows. */
+      external_id?: string;
+    };
+    CreateImportRequest: {
+      rows: components["schemas"]["ImportRowInput"][];
+    };
+    /** @description `import.*` events. */
+    ImportJobEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "import_job";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      status: string;
+      total_rows: number;
+      succeeded_rows: number;
+      failed_rows: number;
+    };
   };
   responses: {
     /**
@@ -5461,6 +5589,130 @@ export interface operations {
         };
       };
       503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  listImports: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        /** @description Only jobs in this state. */
+        status?: components["schemas"]["ImportJobStatus"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of import jobs. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ImportJobList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createImport: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateImportRequest"];
+      };
+    };
+    responses: {
+      /** @description The job, `queued`. */
+      202: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ImportJob"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      402: components["responses"]["PaymentRequired"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getImport: {
+    parameters: {
+      query?: {
+        /** @description How many row results to include (0 to 500; default 100). */
+        row_limit?: number;
+        /** @description Row results after this row index (-1 or absent for the first). */
+        after_row_index?: number;
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The import job's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The job with a page of its row results. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ImportJob"] & {
+            rows: components["schemas"]["ImportRowList"];
+          };
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
     };
   };
 }

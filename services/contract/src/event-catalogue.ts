@@ -50,16 +50,6 @@ export interface DocumentRelated {
   passport_id: string | null;
 }
 
-export interface ImportJobRelated {
-  object: "import_job";
-  id: string;
-  name: string;
-  status: string;
-  total_rows: number;
-  succeeded_rows: number;
-  failed_rows: number;
-}
-
 export interface ProposalRelated {
   object: "passport_proposal";
   id: string;
@@ -99,15 +89,6 @@ const UNIT_FIELDS = [
   "previous_status",
 ] as const;
 const DOCUMENT_FIELDS = ["object", "id", "type", "access_tier", "upload_state", "passport_id"] as const;
-const IMPORT_FIELDS = [
-  "object",
-  "id",
-  "name",
-  "status",
-  "total_rows",
-  "succeeded_rows",
-  "failed_rows",
-] as const;
 const PROPOSAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
 const AFFICHAGE_FIELDS = ["object", "name", "passport_id", "status", "portal_gtin"] as const;
 const GRANT_FIELDS = ["object", "organization_id", "key_id", "scopes", "status"] as const;
@@ -158,14 +139,6 @@ export const EVENT_CATALOGUE = {
     description: "A document was unlinked from a passport.",
     related: DOCUMENT_FIELDS,
   } as Entry<DocumentRelated>,
-  "import_job.created": {
-    description: "A bulk import job was queued.",
-    related: IMPORT_FIELDS,
-  } as Entry<ImportJobRelated>,
-  "import_job.completed": {
-    description: "A bulk import job finished.",
-    related: IMPORT_FIELDS,
-  } as Entry<ImportJobRelated>,
   "proposal.created": {
     description: "A change proposal was requested.",
     related: PROPOSAL_FIELDS,

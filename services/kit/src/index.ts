@@ -32,6 +32,9 @@ export {
   type TenantContext,
 } from "./context";
 
+// The plan's refusal of live-mode writes (from the plan the gateway put into the context).
+export { assertLiveWriteAllowed, liveWriteRefusal } from "./plan-rules";
+
 // gRPC: the implementation of a service, a handler's call, a client of another service.
 export {
   createClient,
@@ -77,4 +80,5 @@ export {
 } from "@dpp/bus";
 
 // Keyed calls: effects run once per Idempotency-Key (docs/writes-under-a-key.md).
+export { runKeyedItem, itemFingerprint, type KeyedItemOptions } from "./keyed-items";
 export { once, EFFECT_LEASE_MS_DEFAULT, type EffectRun, type OnceOptions } from "./effects";

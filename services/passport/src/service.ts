@@ -34,6 +34,7 @@ export function passportService(options: PassportServiceOptions = {}) {
       const store = new PassportStore(rt.db);
       const useCases = passportUseCases({
         store,
+        db: rt.db,
         hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
         reviewBaseUrl: config.REVIEW_BASE_URL,
         docsBaseUrl: config.DOCS_BASE_URL,

@@ -197,6 +197,8 @@ async function main() {
       database_url: databaseUrl,
       passport_addr: stack.services.passport.address,
       filings_addr: stack.services.filings.address,
+      // The admin CLI's `import` sends its rows to the API here.
+      base_url: stack.baseUrl,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });

@@ -127,7 +127,7 @@ export interface Stack<H extends Hosting = Hosting> {
    */
   killService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped service again on the same address (supervised again when the stack is). */
-  startService(name: ServiceName): Promise<void>;
+  startService(name: ServiceName, o?: { env?: Record<string, string> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -450,7 +450,9 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
     services,
     stopService,
     killService,
-    startService: async (name: ServiceName) => {
+    startService: async (name: ServiceName, so?: { env?: Record<string, string> }) => {
+      // Variables given here replace the service's own from now on (its restarts by the supervisor included).
+      if (so?.env) envs[name] = { ...envs[name], ...so.env };
       const unit = await launch(name);
       supervisor?.watch(name, unit);
     },

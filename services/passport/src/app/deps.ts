@@ -1,4 +1,6 @@
+import type { Kysely } from "kysely";
 import type { PassportStore } from "../store";
+import type { PassportDB } from "../store/schema";
 import type { LinkHosts } from "../domain/links";
 import type { PrePublishCheck } from "../domain/prepublish";
 
@@ -14,4 +16,6 @@ export interface PassportAppOptions {
 /** What every use case is given: the store and the service's settings. */
 export interface PassportApp extends PassportAppOptions {
   store: PassportStore;
+  /** The pool, for the kit's keyed items (CreatePassports' rows: runKeyedItem). */
+  db: Kysely<PassportDB>;
 }

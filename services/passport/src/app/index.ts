@@ -7,6 +7,7 @@ import type { RequestContext } from "@dpp/kit";
 import type { PassportApp } from "./deps";
 import { getCategory, listCategories } from "./categories";
 import { checkCreatePassport, createPassport, type CreateInput } from "./create";
+import { createPassports, type BatchRow } from "./create-batch";
 import {
   checkListQuery,
   getPassport,
@@ -37,6 +38,11 @@ export function passportUseCases(app: PassportApp) {
     getCategory: (category: string) => getCategory(category),
     checkCreatePassport: (ctx: RequestContext, input: CreateInput) => checkCreatePassport(ctx, input),
     createPassport: (ctx: RequestContext, input: CreateInput) => createPassport(app, ctx, input),
+    createPassports: (
+      call: { ctx: RequestContext; caller: string },
+      rows: BatchRow[],
+      toMessage: Parameters<typeof createPassports>[3],
+    ) => createPassports(app, call, rows, toMessage),
     getPassport: (ctx: RequestContext, id: string) => getPassport(app, ctx, id),
     checkListQuery: (ctx: RequestContext, input: ListQueryInput) => checkListQuery(ctx, input),
     listPassports: (ctx: RequestContext, input: ListQueryInput) => listPassports(app, ctx, input),

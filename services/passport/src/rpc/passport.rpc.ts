@@ -3,7 +3,8 @@
  * (src/app) and maps the result back to a message. No rules and no queries here.
  */
 import type { ImplOf, RequestContext } from "@dpp/kit";
-import { timestampFromDate, type passportV1 } from "@dpp/proto";
+import { create } from "@bufbuild/protobuf";
+import { passportV1, timestampFromDate } from "@dpp/proto";
 import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
@@ -45,6 +46,35 @@ export function passportRpc(uc: PassportUseCases): Impl {
         return {};
       }
       return { passport: passportMessage(await uc.createPassport(ctx, input)) };
+    },
+
+    createPassports: async (req, call) => {
+      const rows = req.rows.map((r) => ({
+        key: r.key,
+        category: r.category,
+        externalId: r.externalId,
+        dataJson: r.dataJson,
+      }));
+      const toMessage = (row: Parameters<typeof passportMessage>[0]) =>
+        create(passportV1.PassportSchema, passportMessage(row));
+      const outcomes = await uc.createPassports({ ctx: call.ctx, caller: call.caller }, rows, toMessage);
+      return {
+        results: outcomes.map((o) =>
+          "passport" in o
+            ? { outcome: { case: "passport" as const, value: o.passport }, replayed: o.replayed }
+            : {
+                outcome: {
+                  case: "error" as const,
+                  value: {
+                    code: o.error.code,
+                    message: o.error.message,
+                    detailsJson: JSON.stringify(o.error.details ?? {}),
+                  },
+                },
+                replayed: o.replayed,
+              },
+        ),
+      };
     },
 
     getPassport: async ({ id }, { ctx }) => ({ passport: passportMessage(await uc.getPassport(ctx, id)) }),

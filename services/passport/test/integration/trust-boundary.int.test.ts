@@ -36,6 +36,14 @@ describeTrustBoundary(S, {
       method: "createPassport",
       request: () => ({ category: "textile", dataJson: JSON.stringify({ product_name: "Forged" }) }),
     },
+    {
+      method: "createPassports",
+      request: () => ({
+        rows: [
+          { key: "forged:0", category: "textile", dataJson: JSON.stringify({ product_name: "Forged" }) },
+        ],
+      }),
+    },
   ],
   snapshot: async () => ({
     test: await tenantRowCounts(h, victim),

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/passport/v1/passport_service.proto.
  */
 export const file_dpp_passport_v1_passport_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIogECghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSLwoGc3RhdHVzGAQgASgOMh8uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0U3RhdHVzEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcHVibGlzaGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp0cmFzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZCJ9ChVDcmVhdGVQYXNzcG9ydFJlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSGAoLZXh0ZXJuYWxfaWQYAiABKAlIAIgBARIRCglkYXRhX2pzb24YAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCEIOCgxfZXh0ZXJuYWxfaWQiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCLCAQoUTGlzdFBhc3Nwb3J0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEi8KBnN0YXR1cxgDIAEoDjIfLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydFN0YXR1cxIQCghjYXRlZ29yeRgEIAEoCRIxCg11cGRhdGVkX3NpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg12YWxpZGF0ZV9vbmx5GAYgASgIImwKFUxpc3RQYXNzcG9ydHNSZXNwb25zZRIsCglwYXNzcG9ydHMYASADKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkiawoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiSgoHV2FybmluZxIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHZG9jX3VybBgDIAEoCRIPCgdwb2ludGVyGAQgASgJIqABChZQdWJsaXNoUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAIgASgJSACIAQESHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgBiAEBQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEITChFfZXhwZWN0ZWRfdmVyc2lvbiKkAQoXUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USNwoJcHVibGlzaGVkGAEgASgLMiIuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0UHVibGlzaGVkSAASRQoRYXBwcm92YWxfcmVxdWlyZWQYAiABKAsyKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaEFwcHJvdmFsUmVxdWlyZWRIAEIJCgdvdXRjb21lImwKEVBhc3Nwb3J0UHVibGlzaGVkEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0EioKCHdhcm5pbmdzGAIgAygLMhguZHBwLnBhc3Nwb3J0LnYxLldhcm5pbmciVwoXUHVibGlzaEFwcHJvdmFsUmVxdWlyZWQSEwoLcGFzc3BvcnRfaWQYASABKAkSEwoLYXBwcm92YWxfaWQYAiABKAkSEgoKcmV2aWV3X3VybBgDIAEoCSJaChhVbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiVgoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkQKFVRyYXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJYChZSZXN0b3JlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJGChdSZXN0b3JlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlEZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpEZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlSZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpSZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJVChNMb2NrUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJDChRMb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJXChVVbmxvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQieAoPVmFsaWRhdGlvbklzc3VlEg8KB3BvaW50ZXIYASABKAkSDAoEcnVsZRgCIAEoCRI1CghzZXZlcml0eRgDIAEoDjIjLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uU2V2ZXJpdHkSDwoHbWVzc2FnZRgEIAEoCSLdAgoKVmFsaWRhdGlvbhIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEwoLcGFzc3BvcnRfaWQYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSGwoOc2NoZW1hX3ZlcnNpb24YBSABKAlIAIgBARIPCgdkcnlfcnVuGAYgASgIEg0KBXZhbGlkGAcgASgIEhMKC3B1Ymxpc2hhYmxlGAggASgIEhMKC2Vycm9yX2NvdW50GAkgASgFEhUKDXdhcm5pbmdfY291bnQYCiABKAUSLgoKY2hlY2tlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iNgoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSDwoHZHJ5X3J1bhgCIAEoCCJLChhWYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USLwoKdmFsaWRhdGlvbhgBIAEoCzIbLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uIswBCg5HczFEaWdpdGFsTGluaxIQCgN1cmkYASABKAlIAIgBARITCgZndGluMTQYAiABKAlIAYgBARITCgZzZXJpYWwYAyABKAlIAogBARIYCgtsaW5rc2V0X3VybBgEIAEoCUgDiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgFIAEoCUgEiAEBQgYKBF91cmlCCQoHX2d0aW4xNEIJCgdfc2VyaWFsQg4KDF9saW5rc2V0X3VybEIVChNfdW5hdmFpbGFibGVfcmVhc29uIqYDCg1QYXNzcG9ydExpbmtzEgoKAmlkGAEgASgJEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoCRIvCgZzdGF0dXMYAyABKA4yHy5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRTdGF0dXMSEAoIbGl2ZW1vZGUYBCABKAgSEQoEZ3RpbhgFIAEoCUgAiAEBEhoKDXNlcmlhbF9udW1iZXIYBiABKAlIAYgBARISCgpwdWJsaWNfdXJsGAcgASgJEhEKCXFyX3RhcmdldBgIIAEoCRI5ChBnczFfZGlnaXRhbF9saW5rGAkgASgLMh8uZHBwLnBhc3Nwb3J0LnYxLkdzMURpZ2l0YWxMaW5rEhkKEXJlc29sdmVzX3B1YmxpY2x5GAogASgIEiIKFW5vdF9yZXNvbHZhYmxlX3JlYXNvbhgLIAEoCUgCiAEBEhgKC3ByZXZpZXdfdXJsGAwgASgJSAOIAQFCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCGAoWX25vdF9yZXNvbHZhYmxlX3JlYXNvbkIOCgxfcHJldmlld191cmwiJQoXR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QSCgoCaWQYASABKAkiSQoYR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlEi0KBWxpbmtzGAEgASgLMh4uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0TGlua3MiQwoMTmV3R3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkibgoJR3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkSLAoEcm9sZRgEIAEoDjIeLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW1Sb2xlIkIKEUNsYWltR3RpbnNSZXF1ZXN0Ei0KBmNsYWltcxgBIAMoCzIdLmRwcC5wYXNzcG9ydC52MS5OZXdHdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQQoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAVKBAgCEANSDnBhc3Nwb3J0X2NvdW50Is4CCg9QdWJsaXNoQXBwcm92YWwSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEhMKC3Bhc3Nwb3J0X2lkGAQgASgJEhgKEHBhc3Nwb3J0X3ZlcnNpb24YBSABKAUSDQoFc3RhdGUYBiABKAkSIAoTcmVxdWVzdGVkX2J5X2tleV9pZBgHIAEoCUgAiAEBEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAggASgJSAGIAQESMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXZpZXdfdXJsGAogASgJQhYKFF9yZXF1ZXN0ZWRfYnlfa2V5X2lkQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludCInChlHZXRQdWJsaXNoQXBwcm92YWxSZXF1ZXN0EgoKAmlkGAEgASgJIlAKGkdldFB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hBcHByb3ZhbCrHAQoOUGFzc3BvcnRTdGF0dXMSHwobUEFTU1BPUlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUEFTU1BPUlRfU1RBVFVTX0RSQUZUEAESHQoZUEFTU1BPUlRfU1RBVFVTX1BVQkxJU0hFRBACEh8KG1BBU1NQT1JUX1NUQVRVU19ERUFDVElWQVRFRBADEhsKF1BBU1NQT1JUX1NUQVRVU19UUkFTSEVEEAQSHAoYUEFTU1BPUlRfU1RBVFVTX1JFQURPTkxZEAUqeQoSVmFsaWRhdGlvblNldmVyaXR5EiMKH1ZBTElEQVRJT05fU0VWRVJJVFlfVU5TUEVDSUZJRUQQABIdChlWQUxJREFUSU9OX1NFVkVSSVRZX0VSUk9SEAESHwobVkFMSURBVElPTl9TRVZFUklUWV9XQVJOSU5HEAIqZwoNR3RpbkNsYWltUm9sZRIfChtHVElOX0NMQUlNX1JPTEVfVU5TUEVDSUZJRUQQABIYChRHVElOX0NMQUlNX1JPTEVfTEVBRBABEhsKF0dUSU5fQ0xBSU1fUk9MRV9WQVJJQU5UEAIy3A8KD1Bhc3Nwb3J0U2VydmljZRJhCg5MaXN0Q2F0ZWdvcmllcxImLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1JlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXNwb25zZRJqChFHZXRDYXRlZ29yeVNjaGVtYRIpLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXNwb25zZRJhCg5DcmVhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRJYCgtHZXRQYXNzcG9ydBIjLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlcXVlc3QaJC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXNwb25zZRJeCg1MaXN0UGFzc3BvcnRzEiUuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXNwb25zZRJhCg5VcGRhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9QdWJsaXNoUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJqChFVbnB1Ymxpc2hQYXNzcG9ydBIpLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJeCg1UcmFzaFBhc3Nwb3J0EiUuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXNwb25zZRJkCg9SZXN0b3JlUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXNwb25zZRJtChJEZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJtChJSZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJbCgxMb2NrUGFzc3BvcnQSJC5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXNwb25zZRJhCg5VbmxvY2tQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXNwb25zZRJnChBWYWxpZGF0ZVBhc3Nwb3J0EiguZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRJnChBHZXRQYXNzcG9ydExpbmtzEiguZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXNwb25zZRJVCgpDbGFpbUd0aW5zEiIuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXF1ZXN0GiMuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXNwb25zZRJbCgxSZWxlYXNlR3RpbnMSJC5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXNwb25zZRJPCghHZXRVc2FnZRIgLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlcXVlc3QaIS5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXNwb25zZRJtChJHZXRQdWJsaXNoQXBwcm92YWwSKi5kcHAucGFzc3BvcnQudjEuR2V0UHVibGlzaEFwcHJvdmFsUmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5HZXRQdWJsaXNoQXBwcm92YWxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIogECghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSLwoGc3RhdHVzGAQgASgOMh8uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0U3RhdHVzEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcHVibGlzaGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp0cmFzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZCJ9ChVDcmVhdGVQYXNzcG9ydFJlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSGAoLZXh0ZXJuYWxfaWQYAiABKAlIAIgBARIRCglkYXRhX2pzb24YAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCEIOCgxfZXh0ZXJuYWxfaWQiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJwChJDcmVhdGVQYXNzcG9ydHNSb3cSCwoDa2V5GAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEhgKC2V4dGVybmFsX2lkGAMgASgJSACIAQESEQoJZGF0YV9qc29uGAQgASgJQg4KDF9leHRlcm5hbF9pZCJLChZDcmVhdGVQYXNzcG9ydHNSZXF1ZXN0EjEKBHJvd3MYASADKAsyIy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRzUm93Ik4KF0NyZWF0ZVBhc3Nwb3J0c1Jvd0Vycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIUCgxkZXRhaWxzX2pzb24YAyABKAkingEKFUNyZWF0ZVBhc3Nwb3J0c1Jlc3VsdBItCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydEgAEjkKBWVycm9yGAIgASgLMiguZHBwLnBhc3Nwb3J0LnYxLkNyZWF0ZVBhc3Nwb3J0c1Jvd0Vycm9ySAASEAoIcmVwbGF5ZWQYAyABKAhCCQoHb3V0Y29tZSJSChdDcmVhdGVQYXNzcG9ydHNSZXNwb25zZRI3CgdyZXN1bHRzGAEgAygLMiYuZHBwLnBhc3Nwb3J0LnYxLkNyZWF0ZVBhc3Nwb3J0c1Jlc3VsdCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCLCAQoUTGlzdFBhc3Nwb3J0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEi8KBnN0YXR1cxgDIAEoDjIfLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydFN0YXR1cxIQCghjYXRlZ29yeRgEIAEoCRIxCg11cGRhdGVkX3NpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg12YWxpZGF0ZV9vbmx5GAYgASgIImwKFUxpc3RQYXNzcG9ydHNSZXNwb25zZRIsCglwYXNzcG9ydHMYASADKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkiawoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiSgoHV2FybmluZxIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHZG9jX3VybBgDIAEoCRIPCgdwb2ludGVyGAQgASgJIqABChZQdWJsaXNoUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAIgASgJSACIAQESHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgBiAEBQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEITChFfZXhwZWN0ZWRfdmVyc2lvbiKkAQoXUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USNwoJcHVibGlzaGVkGAEgASgLMiIuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0UHVibGlzaGVkSAASRQoRYXBwcm92YWxfcmVxdWlyZWQYAiABKAsyKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaEFwcHJvdmFsUmVxdWlyZWRIAEIJCgdvdXRjb21lImwKEVBhc3Nwb3J0UHVibGlzaGVkEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0EioKCHdhcm5pbmdzGAIgAygLMhguZHBwLnBhc3Nwb3J0LnYxLldhcm5pbmciVwoXUHVibGlzaEFwcHJvdmFsUmVxdWlyZWQSEwoLcGFzc3BvcnRfaWQYASABKAkSEwoLYXBwcm92YWxfaWQYAiABKAkSEgoKcmV2aWV3X3VybBgDIAEoCSJaChhVbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiVgoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkQKFVRyYXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJYChZSZXN0b3JlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJGChdSZXN0b3JlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlEZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpEZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlSZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpSZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJVChNMb2NrUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJDChRMb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJXChVVbmxvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQieAoPVmFsaWRhdGlvbklzc3VlEg8KB3BvaW50ZXIYASABKAkSDAoEcnVsZRgCIAEoCRI1CghzZXZlcml0eRgDIAEoDjIjLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uU2V2ZXJpdHkSDwoHbWVzc2FnZRgEIAEoCSLdAgoKVmFsaWRhdGlvbhIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEwoLcGFzc3BvcnRfaWQYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSGwoOc2NoZW1hX3ZlcnNpb24YBSABKAlIAIgBARIPCgdkcnlfcnVuGAYgASgIEg0KBXZhbGlkGAcgASgIEhMKC3B1Ymxpc2hhYmxlGAggASgIEhMKC2Vycm9yX2NvdW50GAkgASgFEhUKDXdhcm5pbmdfY291bnQYCiABKAUSLgoKY2hlY2tlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iNgoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSDwoHZHJ5X3J1bhgCIAEoCCJLChhWYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USLwoKdmFsaWRhdGlvbhgBIAEoCzIbLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uIswBCg5HczFEaWdpdGFsTGluaxIQCgN1cmkYASABKAlIAIgBARITCgZndGluMTQYAiABKAlIAYgBARITCgZzZXJpYWwYAyABKAlIAogBARIYCgtsaW5rc2V0X3VybBgEIAEoCUgDiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgFIAEoCUgEiAEBQgYKBF91cmlCCQoHX2d0aW4xNEIJCgdfc2VyaWFsQg4KDF9saW5rc2V0X3VybEIVChNfdW5hdmFpbGFibGVfcmVhc29uIqYDCg1QYXNzcG9ydExpbmtzEgoKAmlkGAEgASgJEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoCRIvCgZzdGF0dXMYAyABKA4yHy5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRTdGF0dXMSEAoIbGl2ZW1vZGUYBCABKAgSEQoEZ3RpbhgFIAEoCUgAiAEBEhoKDXNlcmlhbF9udW1iZXIYBiABKAlIAYgBARISCgpwdWJsaWNfdXJsGAcgASgJEhEKCXFyX3RhcmdldBgIIAEoCRI5ChBnczFfZGlnaXRhbF9saW5rGAkgASgLMh8uZHBwLnBhc3Nwb3J0LnYxLkdzMURpZ2l0YWxMaW5rEhkKEXJlc29sdmVzX3B1YmxpY2x5GAogASgIEiIKFW5vdF9yZXNvbHZhYmxlX3JlYXNvbhgLIAEoCUgCiAEBEhgKC3ByZXZpZXdfdXJsGAwgASgJSAOIAQFCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCGAoWX25vdF9yZXNvbHZhYmxlX3JlYXNvbkIOCgxfcHJldmlld191cmwiJQoXR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QSCgoCaWQYASABKAkiSQoYR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlEi0KBWxpbmtzGAEgASgLMh4uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0TGlua3MiQwoMTmV3R3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkibgoJR3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkSLAoEcm9sZRgEIAEoDjIeLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW1Sb2xlIkIKEUNsYWltR3RpbnNSZXF1ZXN0Ei0KBmNsYWltcxgBIAMoCzIdLmRwcC5wYXNzcG9ydC52MS5OZXdHdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQQoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAVKBAgCEANSDnBhc3Nwb3J0X2NvdW50Is4CCg9QdWJsaXNoQXBwcm92YWwSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEhMKC3Bhc3Nwb3J0X2lkGAQgASgJEhgKEHBhc3Nwb3J0X3ZlcnNpb24YBSABKAUSDQoFc3RhdGUYBiABKAkSIAoTcmVxdWVzdGVkX2J5X2tleV9pZBgHIAEoCUgAiAEBEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAggASgJSAGIAQESMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXZpZXdfdXJsGAogASgJQhYKFF9yZXF1ZXN0ZWRfYnlfa2V5X2lkQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludCInChlHZXRQdWJsaXNoQXBwcm92YWxSZXF1ZXN0EgoKAmlkGAEgASgJIlAKGkdldFB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hBcHByb3ZhbCrHAQoOUGFzc3BvcnRTdGF0dXMSHwobUEFTU1BPUlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUEFTU1BPUlRfU1RBVFVTX0RSQUZUEAESHQoZUEFTU1BPUlRfU1RBVFVTX1BVQkxJU0hFRBACEh8KG1BBU1NQT1JUX1NUQVRVU19ERUFDVElWQVRFRBADEhsKF1BBU1NQT1JUX1NUQVRVU19UUkFTSEVEEAQSHAoYUEFTU1BPUlRfU1RBVFVTX1JFQURPTkxZEAUqeQoSVmFsaWRhdGlvblNldmVyaXR5EiMKH1ZBTElEQVRJT05fU0VWRVJJVFlfVU5TUEVDSUZJRUQQABIdChlWQUxJREFUSU9OX1NFVkVSSVRZX0VSUk9SEAESHwobVkFMSURBVElPTl9TRVZFUklUWV9XQVJOSU5HEAIqZwoNR3RpbkNsYWltUm9sZRIfChtHVElOX0NMQUlNX1JPTEVfVU5TUEVDSUZJRUQQABIYChRHVElOX0NMQUlNX1JPTEVfTEVBRBABEhsKF0dUSU5fQ0xBSU1fUk9MRV9WQVJJQU5UEAIywhAKD1Bhc3Nwb3J0U2VydmljZRJhCg5MaXN0Q2F0ZWdvcmllcxImLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1JlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXNwb25zZRJqChFHZXRDYXRlZ29yeVNjaGVtYRIpLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXNwb25zZRJhCg5DcmVhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9DcmVhdGVQYXNzcG9ydHMSJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRzUmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydHNSZXNwb25zZRJYCgtHZXRQYXNzcG9ydBIjLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlcXVlc3QaJC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXNwb25zZRJeCg1MaXN0UGFzc3BvcnRzEiUuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXNwb25zZRJhCg5VcGRhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9QdWJsaXNoUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJqChFVbnB1Ymxpc2hQYXNzcG9ydBIpLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJeCg1UcmFzaFBhc3Nwb3J0EiUuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXNwb25zZRJkCg9SZXN0b3JlUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXNwb25zZRJtChJEZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJtChJSZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJbCgxMb2NrUGFzc3BvcnQSJC5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXNwb25zZRJhCg5VbmxvY2tQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXNwb25zZRJnChBWYWxpZGF0ZVBhc3Nwb3J0EiguZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRJnChBHZXRQYXNzcG9ydExpbmtzEiguZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXNwb25zZRJVCgpDbGFpbUd0aW5zEiIuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXF1ZXN0GiMuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXNwb25zZRJbCgxSZWxlYXNlR3RpbnMSJC5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXNwb25zZRJPCghHZXRVc2FnZRIgLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlcXVlc3QaIS5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXNwb25zZRJtChJHZXRQdWJsaXNoQXBwcm92YWwSKi5kcHAucGFzc3BvcnQudjEuR2V0UHVibGlzaEFwcHJvdmFsUmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5HZXRQdWJsaXNoQXBwcm92YWxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.passport.v1.Category
@@ -281,6 +281,149 @@ export const CreatePassportResponseSchema: GenMessage<CreatePassportResponse> = 
   messageDesc(file_dpp_passport_v1_passport_service, 7);
 
 /**
+ * @generated from message dpp.passport.v1.CreatePassportsRow
+ */
+export type CreatePassportsRow = Message<"dpp.passport.v1.CreatePassportsRow"> & {
+  /**
+   * The row's key, 1 to 255 characters, the same on every send of the row (imports: "<job id>:<row index>").
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * @generated from field: string category = 2;
+   */
+  category: string;
+
+  /**
+   * @generated from field: optional string external_id = 3;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * The passport document `data` as JSON object text.
+   *
+   * @generated from field: string data_json = 4;
+   */
+  dataJson: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreatePassportsRow.
+ * Use `create(CreatePassportsRowSchema)` to create a new message.
+ */
+export const CreatePassportsRowSchema: GenMessage<CreatePassportsRow> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 8);
+
+/**
+ * @generated from message dpp.passport.v1.CreatePassportsRequest
+ */
+export type CreatePassportsRequest = Message<"dpp.passport.v1.CreatePassportsRequest"> & {
+  /**
+   * At most 500 rows.
+   *
+   * @generated from field: repeated dpp.passport.v1.CreatePassportsRow rows = 1;
+   */
+  rows: CreatePassportsRow[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreatePassportsRequest.
+ * Use `create(CreatePassportsRequestSchema)` to create a new message.
+ */
+export const CreatePassportsRequestSchema: GenMessage<CreatePassportsRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 9);
+
+/**
+ * A row's refusal: what POST .../passports would have answered for it.
+ *
+ * @generated from message dpp.passport.v1.CreatePassportsRowError
+ */
+export type CreatePassportsRowError = Message<"dpp.passport.v1.CreatePassportsRowError"> & {
+  /**
+   * A code of the error table (unknown_category, validation_failed, already_exists, ...).
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The refusal's details as JSON object text.
+   *
+   * @generated from field: string details_json = 3;
+   */
+  detailsJson: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreatePassportsRowError.
+ * Use `create(CreatePassportsRowErrorSchema)` to create a new message.
+ */
+export const CreatePassportsRowErrorSchema: GenMessage<CreatePassportsRowError> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 10);
+
+/**
+ * @generated from message dpp.passport.v1.CreatePassportsResult
+ */
+export type CreatePassportsResult = Message<"dpp.passport.v1.CreatePassportsResult"> & {
+  /**
+   * @generated from oneof dpp.passport.v1.CreatePassportsResult.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: dpp.passport.v1.Passport passport = 1;
+     */
+    value: Passport;
+    case: "passport";
+  } | {
+    /**
+     * @generated from field: dpp.passport.v1.CreatePassportsRowError error = 2;
+     */
+    value: CreatePassportsRowError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * The row had been done before under its key: this is the recorded answer.
+   *
+   * @generated from field: bool replayed = 3;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreatePassportsResult.
+ * Use `create(CreatePassportsResultSchema)` to create a new message.
+ */
+export const CreatePassportsResultSchema: GenMessage<CreatePassportsResult> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 11);
+
+/**
+ * @generated from message dpp.passport.v1.CreatePassportsResponse
+ */
+export type CreatePassportsResponse = Message<"dpp.passport.v1.CreatePassportsResponse"> & {
+  /**
+   * One per row, in the rows' order.
+   *
+   * @generated from field: repeated dpp.passport.v1.CreatePassportsResult results = 1;
+   */
+  results: CreatePassportsResult[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreatePassportsResponse.
+ * Use `create(CreatePassportsResponseSchema)` to create a new message.
+ */
+export const CreatePassportsResponseSchema: GenMessage<CreatePassportsResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 12);
+
+/**
  * @generated from message dpp.passport.v1.GetPassportRequest
  */
 export type GetPassportRequest = Message<"dpp.passport.v1.GetPassportRequest"> & {
@@ -295,7 +438,7 @@ export type GetPassportRequest = Message<"dpp.passport.v1.GetPassportRequest"> &
  * Use `create(GetPassportRequestSchema)` to create a new message.
  */
 export const GetPassportRequestSchema: GenMessage<GetPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 8);
+  messageDesc(file_dpp_passport_v1_passport_service, 13);
 
 /**
  * @generated from message dpp.passport.v1.GetPassportResponse
@@ -312,7 +455,7 @@ export type GetPassportResponse = Message<"dpp.passport.v1.GetPassportResponse">
  * Use `create(GetPassportResponseSchema)` to create a new message.
  */
 export const GetPassportResponseSchema: GenMessage<GetPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 9);
+  messageDesc(file_dpp_passport_v1_passport_service, 14);
 
 /**
  * @generated from message dpp.passport.v1.ListPassportsRequest
@@ -366,7 +509,7 @@ export type ListPassportsRequest = Message<"dpp.passport.v1.ListPassportsRequest
  * Use `create(ListPassportsRequestSchema)` to create a new message.
  */
 export const ListPassportsRequestSchema: GenMessage<ListPassportsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 10);
+  messageDesc(file_dpp_passport_v1_passport_service, 15);
 
 /**
  * @generated from message dpp.passport.v1.ListPassportsResponse
@@ -395,7 +538,7 @@ export type ListPassportsResponse = Message<"dpp.passport.v1.ListPassportsRespon
  * Use `create(ListPassportsResponseSchema)` to create a new message.
  */
 export const ListPassportsResponseSchema: GenMessage<ListPassportsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 11);
+  messageDesc(file_dpp_passport_v1_passport_service, 16);
 
 /**
  * @generated from message dpp.passport.v1.UpdatePassportRequest
@@ -427,7 +570,7 @@ export type UpdatePassportRequest = Message<"dpp.passport.v1.UpdatePassportReque
  * Use `create(UpdatePassportRequestSchema)` to create a new message.
  */
 export const UpdatePassportRequestSchema: GenMessage<UpdatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 12);
+  messageDesc(file_dpp_passport_v1_passport_service, 17);
 
 /**
  * @generated from message dpp.passport.v1.UpdatePassportResponse
@@ -444,7 +587,7 @@ export type UpdatePassportResponse = Message<"dpp.passport.v1.UpdatePassportResp
  * Use `create(UpdatePassportResponseSchema)` to create a new message.
  */
 export const UpdatePassportResponseSchema: GenMessage<UpdatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 13);
+  messageDesc(file_dpp_passport_v1_passport_service, 18);
 
 /**
  * A publish warning, e.g. environmental_claim_detected.
@@ -480,7 +623,7 @@ export type Warning = Message<"dpp.passport.v1.Warning"> & {
  * Use `create(WarningSchema)` to create a new message.
  */
 export const WarningSchema: GenMessage<Warning> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 14);
+  messageDesc(file_dpp_passport_v1_passport_service, 19);
 
 /**
  * @generated from message dpp.passport.v1.PublishPassportRequest
@@ -510,7 +653,7 @@ export type PublishPassportRequest = Message<"dpp.passport.v1.PublishPassportReq
  * Use `create(PublishPassportRequestSchema)` to create a new message.
  */
 export const PublishPassportRequestSchema: GenMessage<PublishPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 15);
+  messageDesc(file_dpp_passport_v1_passport_service, 20);
 
 /**
  * A publish either publishes, or (asked by a connector) records a publish
@@ -543,7 +686,7 @@ export type PublishPassportResponse = Message<"dpp.passport.v1.PublishPassportRe
  * Use `create(PublishPassportResponseSchema)` to create a new message.
  */
 export const PublishPassportResponseSchema: GenMessage<PublishPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 16);
+  messageDesc(file_dpp_passport_v1_passport_service, 21);
 
 /**
  * @generated from message dpp.passport.v1.PassportPublished
@@ -565,7 +708,7 @@ export type PassportPublished = Message<"dpp.passport.v1.PassportPublished"> & {
  * Use `create(PassportPublishedSchema)` to create a new message.
  */
 export const PassportPublishedSchema: GenMessage<PassportPublished> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 17);
+  messageDesc(file_dpp_passport_v1_passport_service, 22);
 
 /**
  * Nothing was published; the request was recorded for a person to approve.
@@ -596,7 +739,7 @@ export type PublishApprovalRequired = Message<"dpp.passport.v1.PublishApprovalRe
  * Use `create(PublishApprovalRequiredSchema)` to create a new message.
  */
 export const PublishApprovalRequiredSchema: GenMessage<PublishApprovalRequired> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 18);
+  messageDesc(file_dpp_passport_v1_passport_service, 23);
 
 /**
  * @generated from message dpp.passport.v1.UnpublishPassportRequest
@@ -618,7 +761,7 @@ export type UnpublishPassportRequest = Message<"dpp.passport.v1.UnpublishPasspor
  * Use `create(UnpublishPassportRequestSchema)` to create a new message.
  */
 export const UnpublishPassportRequestSchema: GenMessage<UnpublishPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 19);
+  messageDesc(file_dpp_passport_v1_passport_service, 24);
 
 /**
  * @generated from message dpp.passport.v1.UnpublishPassportResponse
@@ -635,7 +778,7 @@ export type UnpublishPassportResponse = Message<"dpp.passport.v1.UnpublishPasspo
  * Use `create(UnpublishPassportResponseSchema)` to create a new message.
  */
 export const UnpublishPassportResponseSchema: GenMessage<UnpublishPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 20);
+  messageDesc(file_dpp_passport_v1_passport_service, 25);
 
 /**
  * @generated from message dpp.passport.v1.TrashPassportRequest
@@ -657,7 +800,7 @@ export type TrashPassportRequest = Message<"dpp.passport.v1.TrashPassportRequest
  * Use `create(TrashPassportRequestSchema)` to create a new message.
  */
 export const TrashPassportRequestSchema: GenMessage<TrashPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 21);
+  messageDesc(file_dpp_passport_v1_passport_service, 26);
 
 /**
  * @generated from message dpp.passport.v1.TrashPassportResponse
@@ -674,7 +817,7 @@ export type TrashPassportResponse = Message<"dpp.passport.v1.TrashPassportRespon
  * Use `create(TrashPassportResponseSchema)` to create a new message.
  */
 export const TrashPassportResponseSchema: GenMessage<TrashPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 22);
+  messageDesc(file_dpp_passport_v1_passport_service, 27);
 
 /**
  * @generated from message dpp.passport.v1.RestorePassportRequest
@@ -696,7 +839,7 @@ export type RestorePassportRequest = Message<"dpp.passport.v1.RestorePassportReq
  * Use `create(RestorePassportRequestSchema)` to create a new message.
  */
 export const RestorePassportRequestSchema: GenMessage<RestorePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 23);
+  messageDesc(file_dpp_passport_v1_passport_service, 28);
 
 /**
  * @generated from message dpp.passport.v1.RestorePassportResponse
@@ -713,7 +856,7 @@ export type RestorePassportResponse = Message<"dpp.passport.v1.RestorePassportRe
  * Use `create(RestorePassportResponseSchema)` to create a new message.
  */
 export const RestorePassportResponseSchema: GenMessage<RestorePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 24);
+  messageDesc(file_dpp_passport_v1_passport_service, 29);
 
 /**
  * @generated from message dpp.passport.v1.DeactivatePassportRequest
@@ -735,7 +878,7 @@ export type DeactivatePassportRequest = Message<"dpp.passport.v1.DeactivatePassp
  * Use `create(DeactivatePassportRequestSchema)` to create a new message.
  */
 export const DeactivatePassportRequestSchema: GenMessage<DeactivatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 25);
+  messageDesc(file_dpp_passport_v1_passport_service, 30);
 
 /**
  * @generated from message dpp.passport.v1.DeactivatePassportResponse
@@ -752,7 +895,7 @@ export type DeactivatePassportResponse = Message<"dpp.passport.v1.DeactivatePass
  * Use `create(DeactivatePassportResponseSchema)` to create a new message.
  */
 export const DeactivatePassportResponseSchema: GenMessage<DeactivatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 26);
+  messageDesc(file_dpp_passport_v1_passport_service, 31);
 
 /**
  * @generated from message dpp.passport.v1.ReactivatePassportRequest
@@ -774,7 +917,7 @@ export type ReactivatePassportRequest = Message<"dpp.passport.v1.ReactivatePassp
  * Use `create(ReactivatePassportRequestSchema)` to create a new message.
  */
 export const ReactivatePassportRequestSchema: GenMessage<ReactivatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 27);
+  messageDesc(file_dpp_passport_v1_passport_service, 32);
 
 /**
  * @generated from message dpp.passport.v1.ReactivatePassportResponse
@@ -791,7 +934,7 @@ export type ReactivatePassportResponse = Message<"dpp.passport.v1.ReactivatePass
  * Use `create(ReactivatePassportResponseSchema)` to create a new message.
  */
 export const ReactivatePassportResponseSchema: GenMessage<ReactivatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 28);
+  messageDesc(file_dpp_passport_v1_passport_service, 33);
 
 /**
  * @generated from message dpp.passport.v1.LockPassportRequest
@@ -813,7 +956,7 @@ export type LockPassportRequest = Message<"dpp.passport.v1.LockPassportRequest">
  * Use `create(LockPassportRequestSchema)` to create a new message.
  */
 export const LockPassportRequestSchema: GenMessage<LockPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 29);
+  messageDesc(file_dpp_passport_v1_passport_service, 34);
 
 /**
  * @generated from message dpp.passport.v1.LockPassportResponse
@@ -830,7 +973,7 @@ export type LockPassportResponse = Message<"dpp.passport.v1.LockPassportResponse
  * Use `create(LockPassportResponseSchema)` to create a new message.
  */
 export const LockPassportResponseSchema: GenMessage<LockPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 30);
+  messageDesc(file_dpp_passport_v1_passport_service, 35);
 
 /**
  * @generated from message dpp.passport.v1.UnlockPassportRequest
@@ -852,7 +995,7 @@ export type UnlockPassportRequest = Message<"dpp.passport.v1.UnlockPassportReque
  * Use `create(UnlockPassportRequestSchema)` to create a new message.
  */
 export const UnlockPassportRequestSchema: GenMessage<UnlockPassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 31);
+  messageDesc(file_dpp_passport_v1_passport_service, 36);
 
 /**
  * @generated from message dpp.passport.v1.UnlockPassportResponse
@@ -869,7 +1012,7 @@ export type UnlockPassportResponse = Message<"dpp.passport.v1.UnlockPassportResp
  * Use `create(UnlockPassportResponseSchema)` to create a new message.
  */
 export const UnlockPassportResponseSchema: GenMessage<UnlockPassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 32);
+  messageDesc(file_dpp_passport_v1_passport_service, 37);
 
 /**
  * @generated from message dpp.passport.v1.ValidationIssue
@@ -903,7 +1046,7 @@ export type ValidationIssue = Message<"dpp.passport.v1.ValidationIssue"> & {
  * Use `create(ValidationIssueSchema)` to create a new message.
  */
 export const ValidationIssueSchema: GenMessage<ValidationIssue> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 33);
+  messageDesc(file_dpp_passport_v1_passport_service, 38);
 
 /**
  * @generated from message dpp.passport.v1.Validation
@@ -980,7 +1123,7 @@ export type Validation = Message<"dpp.passport.v1.Validation"> & {
  * Use `create(ValidationSchema)` to create a new message.
  */
 export const ValidationSchema: GenMessage<Validation> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 34);
+  messageDesc(file_dpp_passport_v1_passport_service, 39);
 
 /**
  * @generated from message dpp.passport.v1.ValidatePassportRequest
@@ -1004,7 +1147,7 @@ export type ValidatePassportRequest = Message<"dpp.passport.v1.ValidatePassportR
  * Use `create(ValidatePassportRequestSchema)` to create a new message.
  */
 export const ValidatePassportRequestSchema: GenMessage<ValidatePassportRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 35);
+  messageDesc(file_dpp_passport_v1_passport_service, 40);
 
 /**
  * @generated from message dpp.passport.v1.ValidatePassportResponse
@@ -1021,7 +1164,7 @@ export type ValidatePassportResponse = Message<"dpp.passport.v1.ValidatePassport
  * Use `create(ValidatePassportResponseSchema)` to create a new message.
  */
 export const ValidatePassportResponseSchema: GenMessage<ValidatePassportResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 36);
+  messageDesc(file_dpp_passport_v1_passport_service, 41);
 
 /**
  * @generated from message dpp.passport.v1.Gs1DigitalLink
@@ -1060,7 +1203,7 @@ export type Gs1DigitalLink = Message<"dpp.passport.v1.Gs1DigitalLink"> & {
  * Use `create(Gs1DigitalLinkSchema)` to create a new message.
  */
 export const Gs1DigitalLinkSchema: GenMessage<Gs1DigitalLink> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 37);
+  messageDesc(file_dpp_passport_v1_passport_service, 42);
 
 /**
  * @generated from message dpp.passport.v1.PassportLinks
@@ -1134,7 +1277,7 @@ export type PassportLinks = Message<"dpp.passport.v1.PassportLinks"> & {
  * Use `create(PassportLinksSchema)` to create a new message.
  */
 export const PassportLinksSchema: GenMessage<PassportLinks> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 38);
+  messageDesc(file_dpp_passport_v1_passport_service, 43);
 
 /**
  * @generated from message dpp.passport.v1.GetPassportLinksRequest
@@ -1151,7 +1294,7 @@ export type GetPassportLinksRequest = Message<"dpp.passport.v1.GetPassportLinksR
  * Use `create(GetPassportLinksRequestSchema)` to create a new message.
  */
 export const GetPassportLinksRequestSchema: GenMessage<GetPassportLinksRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 39);
+  messageDesc(file_dpp_passport_v1_passport_service, 44);
 
 /**
  * @generated from message dpp.passport.v1.GetPassportLinksResponse
@@ -1168,7 +1311,7 @@ export type GetPassportLinksResponse = Message<"dpp.passport.v1.GetPassportLinks
  * Use `create(GetPassportLinksResponseSchema)` to create a new message.
  */
 export const GetPassportLinksResponseSchema: GenMessage<GetPassportLinksResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 40);
+  messageDesc(file_dpp_passport_v1_passport_service, 45);
 
 /**
  * A claim asked for: always of role variant.
@@ -1201,7 +1344,7 @@ export type NewGtinClaim = Message<"dpp.passport.v1.NewGtinClaim"> & {
  * Use `create(NewGtinClaimSchema)` to create a new message.
  */
 export const NewGtinClaimSchema: GenMessage<NewGtinClaim> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 41);
+  messageDesc(file_dpp_passport_v1_passport_service, 46);
 
 /**
  * A claim held.
@@ -1239,7 +1382,7 @@ export type GtinClaim = Message<"dpp.passport.v1.GtinClaim"> & {
  * Use `create(GtinClaimSchema)` to create a new message.
  */
 export const GtinClaimSchema: GenMessage<GtinClaim> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 42);
+  messageDesc(file_dpp_passport_v1_passport_service, 47);
 
 /**
  * @generated from message dpp.passport.v1.ClaimGtinsRequest
@@ -1258,7 +1401,7 @@ export type ClaimGtinsRequest = Message<"dpp.passport.v1.ClaimGtinsRequest"> & {
  * Use `create(ClaimGtinsRequestSchema)` to create a new message.
  */
 export const ClaimGtinsRequestSchema: GenMessage<ClaimGtinsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 43);
+  messageDesc(file_dpp_passport_v1_passport_service, 48);
 
 /**
  * @generated from message dpp.passport.v1.ClaimGtinsResponse
@@ -1275,7 +1418,7 @@ export type ClaimGtinsResponse = Message<"dpp.passport.v1.ClaimGtinsResponse"> &
  * Use `create(ClaimGtinsResponseSchema)` to create a new message.
  */
 export const ClaimGtinsResponseSchema: GenMessage<ClaimGtinsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 44);
+  messageDesc(file_dpp_passport_v1_passport_service, 49);
 
 /**
  * @generated from message dpp.passport.v1.GtinRelease
@@ -1297,7 +1440,7 @@ export type GtinRelease = Message<"dpp.passport.v1.GtinRelease"> & {
  * Use `create(GtinReleaseSchema)` to create a new message.
  */
 export const GtinReleaseSchema: GenMessage<GtinRelease> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 45);
+  messageDesc(file_dpp_passport_v1_passport_service, 50);
 
 /**
  * @generated from message dpp.passport.v1.ReleaseGtinsRequest
@@ -1316,7 +1459,7 @@ export type ReleaseGtinsRequest = Message<"dpp.passport.v1.ReleaseGtinsRequest">
  * Use `create(ReleaseGtinsRequestSchema)` to create a new message.
  */
 export const ReleaseGtinsRequestSchema: GenMessage<ReleaseGtinsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 46);
+  messageDesc(file_dpp_passport_v1_passport_service, 51);
 
 /**
  * @generated from message dpp.passport.v1.ReleaseGtinsResponse
@@ -1342,7 +1485,7 @@ export type ReleaseGtinsResponse = Message<"dpp.passport.v1.ReleaseGtinsResponse
  * Use `create(ReleaseGtinsResponseSchema)` to create a new message.
  */
 export const ReleaseGtinsResponseSchema: GenMessage<ReleaseGtinsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 47);
+  messageDesc(file_dpp_passport_v1_passport_service, 52);
 
 /**
  * @generated from message dpp.passport.v1.GetUsageRequest
@@ -1355,7 +1498,7 @@ export type GetUsageRequest = Message<"dpp.passport.v1.GetUsageRequest"> & {
  * Use `create(GetUsageRequestSchema)` to create a new message.
  */
 export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 48);
+  messageDesc(file_dpp_passport_v1_passport_service, 53);
 
 /**
  * @generated from message dpp.passport.v1.GetUsageResponse
@@ -1374,7 +1517,7 @@ export type GetUsageResponse = Message<"dpp.passport.v1.GetUsageResponse"> & {
  * Use `create(GetUsageResponseSchema)` to create a new message.
  */
 export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 49);
+  messageDesc(file_dpp_passport_v1_passport_service, 54);
 
 /**
  * A connector's publish waiting for (or decided by) a person.
@@ -1444,7 +1587,7 @@ export type PublishApproval = Message<"dpp.passport.v1.PublishApproval"> & {
  * Use `create(PublishApprovalSchema)` to create a new message.
  */
 export const PublishApprovalSchema: GenMessage<PublishApproval> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 50);
+  messageDesc(file_dpp_passport_v1_passport_service, 55);
 
 /**
  * @generated from message dpp.passport.v1.GetPublishApprovalRequest
@@ -1461,7 +1604,7 @@ export type GetPublishApprovalRequest = Message<"dpp.passport.v1.GetPublishAppro
  * Use `create(GetPublishApprovalRequestSchema)` to create a new message.
  */
 export const GetPublishApprovalRequestSchema: GenMessage<GetPublishApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 51);
+  messageDesc(file_dpp_passport_v1_passport_service, 56);
 
 /**
  * @generated from message dpp.passport.v1.GetPublishApprovalResponse
@@ -1478,7 +1621,7 @@ export type GetPublishApprovalResponse = Message<"dpp.passport.v1.GetPublishAppr
  * Use `create(GetPublishApprovalResponseSchema)` to create a new message.
  */
 export const GetPublishApprovalResponseSchema: GenMessage<GetPublishApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_passport_v1_passport_service, 52);
+  messageDesc(file_dpp_passport_v1_passport_service, 57);
 
 /**
  * The lifecycle status of a passport (docs/decisions/0009-passport-lifecycle.md).
@@ -1616,6 +1759,18 @@ export const PassportService: GenService<{
     methodKind: "unary";
     input: typeof CreatePassportRequestSchema;
     output: typeof CreatePassportResponseSchema;
+  },
+  /**
+   * Many creates in one call, for the imports service: each row succeeds or fails alone, with the rules of
+   * CreatePassport, under its own key (the kit's runKeyedItem), so a row sent again answers what it did the
+   * first time and never creates a second passport. Rows that share an external_id or a GTIN run in their order.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.CreatePassports
+   */
+  createPassports: {
+    methodKind: "unary";
+    input: typeof CreatePassportsRequestSchema;
+    output: typeof CreatePassportsResponseSchema;
   },
   /**
    * @generated from rpc dpp.passport.v1.PassportService.GetPassport

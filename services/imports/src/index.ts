@@ -1,0 +1,2 @@
+export { importsService } from "./service";
+export { importsEnv } from "./config";
