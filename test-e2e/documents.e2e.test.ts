@@ -532,3 +532,41 @@ describe("the sweep", () => {
     expect(list.body.data).toEqual([]);
   });
 });
+
+describe("the SDK", () => {
+  it("creates a document and PUTs the file in one call, links, lists with iterators and detaches", async () => {
+    const dpp = h.sdk(t.testKey).organization(t.organizationId);
+    const p = await draft();
+    const other = await draft();
+    const png = pngFile(4);
+    const doc = await dpp.passportDocuments.uploadFile(p, {
+      type: "image",
+      access_tier: "public",
+      file_name: "sdk.png",
+      mime_type: "image/png",
+      file: png,
+    });
+    expect(doc).toMatchObject({ upload_state: "ready", file_size: png.length });
+    const linked = await dpp.passportDocuments.link(other, doc.id);
+    expect([linked.id, linked.lastResponse.status]).toEqual([doc.id, 201]);
+    expect((await dpp.passportDocuments.link(other, doc.id)).lastResponse.status).toBe(200);
+    const onPassport: string[] = [];
+    for await (const d of dpp.passportDocuments.list(other, { limit: 1 })) onPassport.push(d.id);
+    expect(onPassport).toEqual([doc.id]);
+    const images: string[] = [];
+    for await (const d of dpp.documents.list({ type: "image", limit: 2 })) images.push(d.id);
+    expect(images).toContain(doc.id);
+    expect((await dpp.documents.download(doc.id)).url).toMatch(/^http/);
+    expect((await dpp.passportDocuments.detach(other, doc.id)).passport_id).toBe(other);
+    // The URL's refusal is a typed error.
+    await expect(
+      dpp.passportDocuments.uploadFile(p, {
+        type: "image",
+        access_tier: "public",
+        file_name: "big.png",
+        mime_type: "image/png",
+        file: Buffer.alloc(MAX + 1),
+      }),
+    ).rejects.toMatchObject({ name: "DppError", code: "validation_failed" });
+  });
+});

@@ -18,6 +18,7 @@ import {
 } from "./core";
 import type { ListIterator } from "./pagination";
 import { DppProtocolError } from "./errors";
+import { Documents, PassportDocuments } from "./documents";
 import { AffichageFilings, PublishApprovals } from "./filings";
 import {
   isCategory,
@@ -217,6 +218,8 @@ export class OrganizationClient {
   readonly events: Events;
   readonly affichage: AffichageFilings;
   readonly publishApprovals: PublishApprovals;
+  readonly documents: Documents;
+  readonly passportDocuments: PassportDocuments;
 
   constructor(
     private readonly core: Core,
@@ -226,6 +229,8 @@ export class OrganizationClient {
     this.events = new Events(core, id);
     this.affichage = new AffichageFilings(core, id);
     this.publishApprovals = new PublishApprovals(core, id);
+    this.documents = new Documents(core, id);
+    this.passportDocuments = new PassportDocuments(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */
