@@ -54,7 +54,10 @@ export const passportDocumentJson = (x: documentsV1.Document) => {
   };
 };
 
-const downloadJson = (x: documentsV1.GetDownloadResponse, documentId: string) => ({
+const downloadJson = (
+  x: documentsV1.GetDownloadResponse | documentsV1.GetPublicDownloadResponse,
+  documentId: string,
+) => ({
   object: "document_download" as const,
   document_id: documentId,
   url: x.url,
