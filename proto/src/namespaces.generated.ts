@@ -2,6 +2,7 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 // One namespace per package: dpp.<name>.v<N> → <name>V<N> (words of <name> in camelCase).
 export * as commonV1 from "./gen/dpp/common/v1/error_pb";
+export * as documentsV1 from "./gen/dpp/documents/v1/documents_service_pb";
 export * as eventsV1 from "./gen/dpp/events/v1/events_service_pb";
 export * as filingsV1 from "./gen/dpp/filings/v1/filings_service_pb";
 export * as importsV1 from "./gen/dpp/imports/v1/imports_service_pb";

@@ -129,6 +129,8 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
   const checkedFetch: typeof fetch = async (input, init) => {
     const res = await fetch(input, init);
     const url = new URL(input instanceof Request ? input.url : String(input));
+    // Only the API's answers are the contract's: a signed upload or download URL is storage's.
+    if (!url.href.startsWith(stack.baseUrl)) return res;
     const text = await res.clone().text();
     let parsed: unknown = undefined;
     try {

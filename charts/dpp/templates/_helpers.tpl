@@ -173,6 +173,13 @@ Variables of a serving component (component context). The shared ConfigMap
       name: {{ $root.Values.redis.secret.name | quote }}
       key: {{ required "redis.secret.key is required when redis.secret.name is set" $root.Values.redis.secret.key | quote }}
 {{- end }}
+{{- range $var, $ref := (.c.secretEnv | default dict) }}
+- name: {{ $var }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.name | quote }}
+      key: {{ $ref.key | quote }}
+{{- end }}
 {{- if eq .c.kind "grpc" }}
 - name: INTERNAL_AUTH_TRUSTED_KEYS
   value: {{ include "dpp.trustedKeys" . | quote }}

@@ -18,6 +18,7 @@ import {
 } from "./core";
 import type { ListIterator } from "./pagination";
 import { DppProtocolError } from "./errors";
+import { Documents, PassportDocuments } from "./documents";
 import { AffichageFilings, PublishApprovals } from "./filings";
 import { Imports } from "./imports";
 import {
@@ -219,6 +220,8 @@ export class OrganizationClient {
   readonly affichage: AffichageFilings;
   readonly publishApprovals: PublishApprovals;
   readonly imports: Imports;
+  readonly documents: Documents;
+  readonly passportDocuments: PassportDocuments;
 
   constructor(
     private readonly core: Core,
@@ -229,6 +232,8 @@ export class OrganizationClient {
     this.affichage = new AffichageFilings(core, id);
     this.publishApprovals = new PublishApprovals(core, id);
     this.imports = new Imports(core, id);
+    this.documents = new Documents(core, id);
+    this.passportDocuments = new PassportDocuments(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

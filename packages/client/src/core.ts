@@ -97,9 +97,12 @@ export function conditionalHeaders(o: ConditionalOptions): { "Expected-Version"?
 /** The typed client and the transport every resource shares. */
 export class Core {
   readonly api: Client<paths>;
+  /** The fetch the client was given, for requests outside the API (a signed upload or download URL). */
+  readonly fetch: typeof globalThis.fetch;
   private readonly transport: Transport;
 
   constructor(o: DppOptions) {
+    this.fetch = o.fetch ?? globalThis.fetch;
     this.transport = new Transport({
       fetch: o.fetch ?? globalThis.fetch,
       maxRetries: o.maxRetries ?? 3,

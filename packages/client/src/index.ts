@@ -5,6 +5,17 @@
  */
 export { Dpp, Events, OrganizationClient, Passports } from "./client";
 export {
+  Documents,
+  DppUploadError,
+  PassportDocuments,
+  type Document,
+  type DocumentDownload,
+  type DocumentUpload,
+  type ListDocumentsParams,
+  type PassportDocument,
+  type UploadDocumentParams,
+} from "./documents";
+export {
   AffichageFilings,
   PublishApprovals,
   type Affichage,

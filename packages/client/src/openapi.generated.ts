@@ -700,6 +700,183 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/documents": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List the document library
+     * @description Every document of the organization in the key's mode, newest first. `type` keeps only that type,
+     *     `access_tier` only documents of that audience tier (an unknown value is 400 `invalid_request`).
+     */
+    get: operations["listDocuments"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/documents/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Get a document
+     * @description One document of the library. A pending document is confirmed against storage first: when its file
+     *     arrived and its bytes match, the answer is already `ready`.
+     */
+    get: operations["getDocument"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/documents/{id}/download": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Get a signed download URL
+     * @description A short-lived signed URL (`expires_at`) that reads the file with a plain GET, for the owning
+     *     organization's key (documents:read): every tier, `restricted` and `authority` included. A document whose
+     *     file is not ready is 404 `resource_not_found`; storage that does not answer is 503 `storage_unavailable`.
+     */
+    get: operations["getDocumentDownload"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/public/organizations/{organization}/documents/{id}/download": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Get a public document's download URL
+     * @description For anyone, without a key: a short-lived signed URL of a live document of the `public` tier whose file is
+     *     ready and that is attached to a published passport (what the public passport page shows). Every other
+     *     document (a `restricted` or `authority` one, a test-mode one, one of a draft, an unknown id) answers
+     *     the same 404 `resource_not_found`.
+     */
+    get: operations["getPublicDocumentDownload"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/documents": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List a passport's documents
+     * @description The documents attached to the passport, newest first, with the same `type` and `access_tier` filters
+     *     as the library. An unknown passport is 404 `resource_not_found`.
+     */
+    get: operations["listPassportDocuments"];
+    put?: never;
+    /**
+     * Attach a document (link or upload)
+     * @description Exactly one of two body forms; a body mixing them is 422 `validation_failed` with a pointer at each
+     *     upload field sent beside `document_id`.
+     *
+     *     Form A, `{document_id}`: links a document of the library. 201 when newly attached, 200 when it already
+     *     was; neither carries `upload`. An unknown `document_id` is 400 `invalid_document_id`.
+     *
+     *     Form B, `{type, access_tier, file_name, mime_type, file_size?, display_name?}`: creates a document in the
+     *     library, attached to the passport: 201 with `upload_state` `pending`, `uploaded_at` null and `upload`.
+     *     PUT the file to `upload.url` with `upload.headers` before `upload.expires_at`: another Content-Type, a
+     *     body over `upload.max_bytes` (10485760), an expired or altered URL, or a second PUT once ready is
+     *     refused. Counts against the plan's `document_limit` (402 `document_limit_reached`). A trashed passport is
+     *     409 `wrong_status`. Body limit: 4 KiB (4096 bytes).
+     */
+    post: operations["createPassportDocument"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/documents/{documentId}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        /** @description The document's id. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Detach a document
+     * @description Detaches the document from the passport (it stays in the library). Refused with 409
+     *     `document_feeds_extraction` when passport values were extracted from it, and 409 `document_feeds_reading`
+     *     when recorded battery readings cite it; nothing is detached then. A document that is not attached is 404
+     *     `resource_not_found`. A required field satisfied only by a detached document makes publishing 422
+     *     `document_missing`.
+     */
+    delete: operations["deletePassportDocument"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -737,6 +914,7 @@ export interface components {
       | "wrong_status"
       | "publish_limit_reached"
       | "unit_limit_reached"
+      | "document_limit_reached"
       | "document_missing"
       | "document_feeds_extraction"
       | "document_feeds_reading"
@@ -896,6 +1074,7 @@ export interface components {
         code:
           | "publish_limit_reached"
           | "unit_limit_reached"
+          | "document_limit_reached"
           | "no_subscription"
           | "payment_overdue"
           | "plan_required";
@@ -1323,11 +1502,11 @@ export interface components {
       | components["schemas"]["PassportEventRelated"]
       | components["schemas"]["VariantEventRelated"]
       | components["schemas"]["UnitEventRelated"]
-      | components["schemas"]["DocumentEventRelated"]
       | components["schemas"]["ProposalEventRelated"]
       | components["schemas"]["AffichageEventRelated"]
       | components["schemas"]["GrantEventRelated"]
-      | components["schemas"]["ImportJobEventRelated"];
+      | components["schemas"]["ImportJobEventRelated"]
+      | components["schemas"]["DocumentEventRelated"];
     /** @description `passport.*` events. */
     PassportEventRelated: {
       /**
@@ -1370,19 +1549,6 @@ export interface components {
       unit_serial: string;
       status: components["schemas"]["UnitStatus"];
       previous_status: components["schemas"]["UnitStatus"];
-    };
-    /** @description `document.*` events. */
-    DocumentEventRelated: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
-      object: "document";
-      id: components["schemas"]["Identifier"];
-      type: string;
-      access_tier: string;
-      upload_state: string;
-      passport_id: string | null;
     };
     /** @description `proposal.*` events. */
     ProposalEventRelated: {
@@ -4442,6 +4608,112 @@ export interface components {
       succeeded_rows: number;
       failed_rows: number;
     };
+    Document: {
+      /** @constant */
+      object: "document";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/documents/<id> */
+      name: string;
+      organization_id: string;
+      type: components["schemas"]["DocumentType"];
+      access_tier: components["schemas"]["DocumentAccessTier"];
+      file_name: string;
+      display_name: string;
+      mime_type: components["schemas"]["DocumentMimeType"];
+      /** @description The stored size once ready; before, the declared size (0 when none was declared). */
+      file_size: number;
+      /** @enum {string} */
+      upload_state: "pending" | "ready";
+      /** Format: date-time */
+      uploaded_at: string | null;
+      /**
+       * @description Why a pending document is not ready: `content_mismatch` (its bytes are not of the declared
+       *     mime_type), `file_too_large`, `empty_file`; upload the right file again with the same URL before it
+       *     expires. Null otherwise.
+       */
+      upload_problem: null | {
+        /** @enum {string} */
+        code: "content_mismatch" | "file_too_large" | "empty_file";
+        message: string;
+      };
+      livemode: boolean;
+      created_at: components["schemas"]["Timestamp"];
+    };
+    /** @description A document as a passport carries it; a new upload (form B) adds `upload`. */
+    PassportDocument: components["schemas"]["Document"] & {
+      /** @description organizations/<organization_id>/passports/<passport_id>/documents/<id> */
+      name?: string;
+      passport_id: string;
+      /** @description organizations/<organization_id>/passports/<passport_id> */
+      passport: string;
+      linked_at: components["schemas"]["Timestamp"];
+      upload?: components["schemas"]["DocumentUpload"];
+    };
+    DocumentUpload: {
+      /** Format: uri */
+      url: string;
+      /** @constant */
+      method: "PUT";
+      /** @description Headers to send with the PUT, exactly (Content-Type equal to the declared mime_type). */
+      headers: {
+        [key: string]: string;
+      };
+      expires_at: components["schemas"]["Timestamp"];
+      /** @constant */
+      max_bytes: 10485760;
+    };
+    DocumentDownload: {
+      /** @constant */
+      object: "document_download";
+      document_id: string;
+      /**
+       * Format: uri
+       * @description Reads the file with a plain GET until expires_at; no key.
+       */
+      url: string;
+      /** @constant */
+      method: "GET";
+      expires_at: components["schemas"]["Timestamp"];
+      access_tier: components["schemas"]["DocumentAccessTier"];
+      mime_type: components["schemas"]["DocumentMimeType"];
+    };
+    /** @enum {string} */
+    DocumentType: "certification" | "image" | "document" | "conformity_declaration";
+    /** @enum {string} */
+    DocumentAccessTier: "public" | "restricted" | "authority";
+    /** @enum {string} */
+    DocumentMimeType: "application/pdf" | "image/png" | "image/jpeg" | "image/webp";
+    DocumentList: components["schemas"]["List"] & {
+      data: components["schemas"]["Document"][];
+    };
+    PassportDocumentList: components["schemas"]["List"] & {
+      data: components["schemas"]["PassportDocument"][];
+    };
+    /** @description Form A (document_id alone) or form B (an upload); never fields of both. */
+    AttachDocumentRequest: {
+      /** @description Form A, a document of the library. */
+      document_id?: string;
+      type?: components["schemas"]["DocumentType"];
+      access_tier?: components["schemas"]["DocumentAccessTier"];
+      file_name?: string;
+      mime_type?: components["schemas"]["DocumentMimeType"];
+      file_size?: number;
+      display_name?: string;
+    };
+    /** @description `document.*` events. */
+    DocumentEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "document";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      type: string;
+      access_tier: string;
+      upload_state: string;
+      passport_id: string | null;
+    };
   };
   responses: {
     /**
@@ -5705,6 +5977,281 @@ export interface operations {
           "application/json": components["schemas"]["ImportJob"] & {
             rows: components["schemas"]["ImportRowList"];
           };
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listDocuments: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        /** @description Only documents of this type. */
+        type?: components["schemas"]["DocumentType"];
+        /** @description Only documents of this audience tier. */
+        access_tier?: components["schemas"]["DocumentAccessTier"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of documents. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DocumentList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The document. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Document"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getDocumentDownload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The download URL. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          /** @description `no-store`: the URL is short-lived and must not be cached. */
+          "Cache-Control"?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DocumentDownload"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  getPublicDocumentDownload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The download URL. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          /** @description `no-store`: the URL is short-lived and must not be cached. */
+          "Cache-Control"?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DocumentDownload"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  listPassportDocuments: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        /** @description Only documents of this type. */
+        type?: components["schemas"]["DocumentType"];
+        /** @description Only documents of this audience tier. */
+        access_tier?: components["schemas"]["DocumentAccessTier"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of the passport's documents. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportDocumentList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createPassportDocument: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["AttachDocumentRequest"];
+      };
+    };
+    responses: {
+      /** @description Form A, the document was already attached. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportDocument"];
+        };
+      };
+      /** @description Form A, newly attached; form B, the new document with its `upload`. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportDocument"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      402: components["responses"]["PaymentRequired"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  deletePassportDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        /** @description The document's id. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The detached document as the passport carried it. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportDocument"];
         };
       };
       400: components["responses"]["BadRequest"];

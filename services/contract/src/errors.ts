@@ -43,6 +43,7 @@ export const ERROR_TABLE = {
   wrong_status: { status: 409, message: "The passport's status does not allow this operation." },
   publish_limit_reached: { status: 402, message: "All publish slots of the plan are used." },
   unit_limit_reached: { status: 402, message: "The passport carries more units than the plan allows." },
+  document_limit_reached: { status: 402, message: "All documents of the plan are used." },
   document_missing: {
     status: 422,
     message: "A required field is satisfied only by a document that is no longer attached.",

@@ -41,15 +41,6 @@ export interface UnitRelated {
   previous_status: string | null;
 }
 
-export interface DocumentRelated {
-  object: "document";
-  id: string;
-  type: string;
-  access_tier: string;
-  upload_state: string;
-  passport_id: string | null;
-}
-
 export interface ProposalRelated {
   object: "passport_proposal";
   id: string;
@@ -88,7 +79,6 @@ const UNIT_FIELDS = [
   "status",
   "previous_status",
 ] as const;
-const DOCUMENT_FIELDS = ["object", "id", "type", "access_tier", "upload_state", "passport_id"] as const;
 const PROPOSAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
 const AFFICHAGE_FIELDS = ["object", "name", "passport_id", "status", "portal_gtin"] as const;
 const GRANT_FIELDS = ["object", "organization_id", "key_id", "scopes", "status"] as const;
@@ -123,22 +113,6 @@ export const EVENT_CATALOGUE = {
     description: "A unit's status changed.",
     related: UNIT_FIELDS,
   } as Entry<UnitRelated>,
-  "document.created": {
-    description: "A document upload was created.",
-    related: DOCUMENT_FIELDS,
-  } as Entry<DocumentRelated>,
-  "document.uploaded": {
-    description: "A document's file arrived in storage.",
-    related: DOCUMENT_FIELDS,
-  } as Entry<DocumentRelated>,
-  "document.linked": {
-    description: "A document was linked to a passport.",
-    related: DOCUMENT_FIELDS,
-  } as Entry<DocumentRelated>,
-  "document.unlinked": {
-    description: "A document was unlinked from a passport.",
-    related: DOCUMENT_FIELDS,
-  } as Entry<DocumentRelated>,
   "proposal.created": {
     description: "A change proposal was requested.",
     related: PROPOSAL_FIELDS,

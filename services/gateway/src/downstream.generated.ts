@@ -2,7 +2,7 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { address, type ServiceRuntime } from "@dpp/kit";
-import { eventsV1, filingsV1, importsV1, passportV1 } from "@dpp/proto";
+import { documentsV1, eventsV1, filingsV1, importsV1, passportV1 } from "@dpp/proto";
 
 /** The address of each service the gateway calls: <NAME>_ADDR, by default the registry's port on 127.0.0.1. */
 export const downstreamEnv = {
@@ -10,6 +10,7 @@ export const downstreamEnv = {
   EVENTS_ADDR: address.default("127.0.0.1:50052"),
   FILINGS_ADDR: address.default("127.0.0.1:50056"),
   IMPORTS_ADDR: address.default("127.0.0.1:50055"),
+  DOCUMENTS_ADDR: address.default("127.0.0.1:50054"),
 };
 
 type Runtime = Pick<ServiceRuntime<typeof downstreamEnv, unknown>, "client" | "config">;
@@ -37,6 +38,11 @@ export function connectDownstream(rt: Runtime, deadlineMs: number) {
       audience: "imports",
       deadlineMs,
     }),
+    documents: rt.client(documentsV1.DocumentsService, {
+      address: rt.config.DOCUMENTS_ADDR,
+      audience: "documents",
+      deadlineMs,
+    }),
   };
 }
 
@@ -49,4 +55,5 @@ export const DOWNSTREAM_SERVICES = {
   events: "events",
   filings: "filings",
   imports: "imports",
+  documents: "documents",
 } as const;

@@ -125,8 +125,15 @@ describe("the OpenAPI document and the route table", () => {
   it("documents each route's success status and a Request-Id header on every response", () => {
     for (const o of operations) {
       const r = ROUTES.find((x) => x.operationId === o.op.operationId);
-      if (r)
+      if (r) {
         expect([r.operationId, String(r.successStatus) in o.op.responses]).toEqual([r.operationId, true]);
+        // Exactly the route's success statuses are documented (alsoSuccessStatuses: e.g. 200 beside a 201).
+        const documented = Object.keys(o.op.responses).filter((s) => s.startsWith("2") && s !== "202");
+        expect([r.operationId, documented.map(Number).sort()]).toEqual([
+          r.operationId,
+          [r.successStatus, ...(r.alsoSuccessStatuses ?? [])].sort(),
+        ]);
+      }
       for (const [status, raw] of Object.entries(o.op.responses)) {
         const res = deref(raw);
         const where = `${o.op.operationId} ${status}`;

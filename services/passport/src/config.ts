@@ -26,6 +26,11 @@ export const passportEnv = {
   REVIEW_BASE_URL: baseUrl("https://app.dpp.example"),
   /** Base of warning documentation links (doc_url = <DOCS_BASE_URL>#<code>), as the gateway's for errors. */
   DOCS_BASE_URL: baseUrl("https://docs.dpp.example/errors"),
+  /**
+   * The documents service, asked at publish whether the passport's documents are attached and confirmed in
+   * storage. Unset: no documents service runs, nothing to check (the stack and the chart set it).
+   */
+  DOCUMENTS_ADDR: z.string().default(""),
   /** How often the test-mode retention job runs. */
   RETENTION_INTERVAL_MS: positiveInt(3_600_000),
 };

@@ -3,7 +3,8 @@
  * test-mode retention job. The rest (config, pool, bus, relay, gRPC server, trust check, shutdown) is the kit's.
  */
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { passportV1 } from "@dpp/proto";
+import { documentsV1, passportV1 } from "@dpp/proto";
+import { documentsPrePublishCheck } from "./app/document-checks";
 import { migrations } from "../migrations";
 import { passportEnv } from "./config";
 import type { PassportDB } from "./store/schema";
@@ -32,13 +33,21 @@ export function passportService(options: PassportServiceOptions = {}) {
     start: (rt: ServiceRuntime<typeof passportEnv, PassportDB>) => {
       const { config } = rt;
       const store = new PassportStore(rt.db);
+      const documents = config.DOCUMENTS_ADDR
+        ? documentsPrePublishCheck(
+            rt.client(documentsV1.DocumentsService, {
+              address: config.DOCUMENTS_ADDR,
+              audience: "documents",
+            }),
+          )
+        : undefined;
       const useCases = passportUseCases({
         store,
         db: rt.db,
         hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
         reviewBaseUrl: config.REVIEW_BASE_URL,
         docsBaseUrl: config.DOCS_BASE_URL,
-        checks: options.prePublishChecks ?? defaultPrePublishChecks(),
+        checks: options.prePublishChecks ?? defaultPrePublishChecks(documents),
         onCommitted: rt.eventsCommitted,
       });
       const retention = rt.job({

@@ -28,13 +28,14 @@ import {
 } from "./node-process";
 import { processCpuMs, treeCpuMs } from "./procstat";
 import { ProfileFile } from "./profile";
+import { benchDocumentUpload, uploadTable } from "./documents";
 import { fmt, median, percentile, table } from "./stats";
 import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 
 const USAGE = `npm run bench -- [--rounds 3] [--seconds 10] [--connections 16] [--cases get,list,...]
                      [--settle 10.5] [--prefill 2000] [--warmup 3] [--rewarm 2]
                      [--lag-rates 150,200] [--lag-seconds 10]
-                     [--node-flags local|image] [--quick] [--profile]
+                     [--node-flags local|image] [--uploads 10] [--quick] [--profile]
                      [--import-rounds 3] [--import-rows 500]
 cases: ${CASES.join(", ")}`;
 
@@ -53,6 +54,7 @@ const { values: args } = parseArgs({
     "node-flags": { type: "string" },
     "import-rounds": { type: "string" },
     "import-rows": { type: "string" },
+    uploads: { type: "string" },
     quick: { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
@@ -86,6 +88,8 @@ const opts = {
   lagRates: (args["lag-rates"] ?? (quick ? "50" : "150,200")).split(",").filter(Boolean).map(Number),
   cases: (args.cases ?? CASES.join(",")).split(",").filter(Boolean) as CaseName[],
   profile: args.profile!,
+  // Document uploads (1 MB, filesystem store) timed from POST to ready; 0: none.
+  uploads: num(args.uploads, 10, 3),
   nodeFlags: (args["node-flags"] ?? "local") as NodeFlags,
 };
 if (!Object.hasOwn(NODE_FLAGS, opts.nodeFlags)) {
@@ -412,7 +416,10 @@ async function main() {
   log("migrating and starting the full system...");
   const logDir = path.join(RUN_DIR, "logs");
   await migrateAll(databaseUrl, logDir);
-  const stackEnv: Record<string, string> = { RATE_LIMIT_PER_KEY_PER_MINUTE: "100000000" };
+  const stackEnv: Record<string, string> = {
+    RATE_LIMIT_PER_KEY_PER_MINUTE: "100000000",
+    DOCUMENTS_STORAGE_DIR: path.join(RUN_DIR, "documents"),
+  };
   if (opts.profile) {
     fs.mkdirSync(PROFILE_RUN_DIR, { recursive: true });
     stackEnv.NODE_OPTIONS = `--require ${path.join(REPO_ROOT, "tools/bench/src/cpu-profiler.cjs")}`;
@@ -766,6 +773,17 @@ async function main() {
     out.push(
       `import target: under 1000 ms and at least 1.5x faster than the parallel creates (printed, not asserted)`,
     );
+  }
+  if (opts.uploads > 0) {
+    const [passportId] = (
+      await load.send<(string | undefined)[]>({
+        type: "create",
+        target: full,
+        bodies: [createBody(`${tag}-documents`, 0)],
+        connections: 1,
+      })
+    ).filter((x): x is string => !!x);
+    out.push("", ...uploadTable(await benchDocumentUpload(full, passportId!, opts.uploads)));
   }
   console.log(out.join("\n"));
 

@@ -39,8 +39,14 @@ export interface RouteSpec {
   idempotent: boolean;
   /** Largest JSON body accepted; absent when the endpoint takes no body. */
   bodyLimitBytes?: number;
-  /** The status of every successful answer. */
+  /** The status of a successful answer (the only one, unless `alsoSuccessStatuses` names others). */
   successStatus: number;
+  /**
+   * Other success statuses the operation's contract declares, that its handler chooses with `HandlerResult.status`
+   * (e.g. 200 beside a create's 201 when the thing already existed). A handler answering a status the route does
+   * not declare is a bug: 500.
+   */
+  alsoSuccessStatuses?: readonly number[];
   /**
    * The query parameters the operation reads (absent: none), as its OpenAPI operation lists them. Any other
    * parameter, `status[]` or `type[x]` included, is 400 invalid_request (middleware/inputs.ts): a filter that is
@@ -85,6 +91,8 @@ export interface HandlerInput {
 export interface HandlerResult {
   body: unknown;
   headers?: Record<string, string>;
+  /** The success status, when not the route's successStatus: one of its alsoSuccessStatuses. */
+  status?: number;
 }
 
 /** A thin handler: read the input, call one downstream method, map the answer. */

@@ -8,5 +8,13 @@ import { fromDeps as passport } from "./passport/module";
 import { fromDeps as events } from "./events/module";
 import { fromDeps as filings } from "../../../filings/gateway/module";
 import { fromDeps as imports } from "../../../imports/gateway/module";
+import { fromDeps as documents } from "../../../documents/gateway/module";
 
-export const MODULE_FACTORIES: readonly ModuleFactory[] = [identity, passport, events, filings, imports];
+export const MODULE_FACTORIES: readonly ModuleFactory[] = [
+  identity,
+  passport,
+  events,
+  filings,
+  imports,
+  documents,
+];

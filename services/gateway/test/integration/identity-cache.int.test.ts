@@ -53,6 +53,11 @@ const getPassport = async (req: { id: string }, opts: CallOptions) => {
 // Capabilities count published passports through GetUsage.
 const getUsage = async () => ({ publishedCount: 0 });
 const passport = { getPassport, getUsage, close: () => undefined } as unknown as ModuleDeps["passport"];
+/** The documents service's count for the capabilities (an empty library). */
+const documents = {
+  getUsage: async () => ({ documentsUsed: 0 }),
+  close: () => undefined,
+} as unknown as ModuleDeps["documents"];
 
 // ---- apps on the real store ------------------------------------------------------------------------------------
 
@@ -89,7 +94,7 @@ async function start(o: { listen: boolean; maxEntries?: number; ttlMs?: number }
   }
   const app = createApp({
     authenticator: new Authenticator(identity, undefined, cache),
-    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, identity }))),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, documents, identity }))),
     log,
     docsBaseUrl: "https://docs.test/errors",
     trustProxy: 0,

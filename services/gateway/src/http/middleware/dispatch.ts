@@ -8,6 +8,7 @@ import { contextOf } from "./locals";
 
 export function dispatch(route: Route): Step {
   const { handler, successStatus } = route;
+  const allowed = new Set([successStatus, ...(route.alsoSuccessStatuses ?? [])]);
   return (req, res, l) => {
     const ctx = contextOf(res);
     return handler({
@@ -20,10 +21,13 @@ export function dispatch(route: Route): Step {
       conditional: l.conditional,
     }).then((out) => {
       const { headers } = out;
+      const status = out.status ?? successStatus;
+      if (!allowed.has(status))
+        throw new Error(`${route.operationId} answered ${status}, which its route does not declare`);
       if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
       if (ctx.outcome?.idempotentReplayed) res.setHeader(REPLAYED_HEADER, "true");
       if (out.body instanceof PublicDocument) return sendDocument(req, res, out.body);
-      sendJson(req, res, successStatus, jsonBody(out.body));
+      sendJson(req, res, status, jsonBody(out.body));
     });
   };
 }

@@ -23,10 +23,7 @@ export interface CapabilityInputs {
   livemode: boolean;
   /** Passports occupying a publish slot in this mode (passport service GetUsage). */
   publishedCount: number;
-  /**
-   * Documents in the organization's library. No documents service exists yet:
-   * the gateway reports 0 until it does (documented), never an invented number.
-   */
+  /** Documents in the organization's library in this mode (documents service GetUsage). */
   documentsUsed: number;
   /** Whether the organization holds a usable live key (it asked for live access). */
   hasLiveKey: boolean;

@@ -8,7 +8,7 @@ import { list } from "../../http/json";
 import { KiB, type GatewayModule } from "../../http/route";
 import type { ModuleFactory } from "../deps";
 import type { ClientOf } from "@dpp/kit";
-import type { filingsV1 } from "@dpp/proto";
+import type { documentsV1, filingsV1 } from "@dpp/proto";
 import type { PassportClient } from "../passport/module";
 import type { GrantTargetAccess, OrganizationAccess } from "./authenticator";
 import { computeCapabilities } from "./capabilities";
@@ -22,8 +22,10 @@ export function identityModule(deps: {
   passport: Pick<PassportClient, "getUsage">;
   /** The affichage filing settings (portal configured, attestation) for france_affichage_filing. */
   filings?: Pick<ClientOf<typeof filingsV1.FilingsService>, "getFilingSettings">;
+  /** The library's size for document_upload's documents_used (absent: no documents service, 0). */
+  documents?: Pick<ClientOf<typeof documentsV1.DocumentsService>, "getUsage">;
 }): GatewayModule {
-  const { repo, passport, filings } = deps;
+  const { repo, passport, filings, documents } = deps;
   const grants = new Grants(repo);
   return {
     name: "identity",
@@ -85,8 +87,9 @@ export function identityModule(deps: {
         successStatus: 200,
         handler: async ({ ctx, key, access }) => {
           const organization = access!.organization;
-          const [usage, hasLiveKey, affichage] = await Promise.all([
+          const [usage, documentsUsed, hasLiveKey, affichage] = await Promise.all([
             passport.getUsage({}, { context: ctx }),
+            documents ? documents.getUsage({}, { context: ctx }).then((u) => u.documentsUsed) : 0,
             repo.hasUsableKey(organization.id, true),
             // Filing settings: a filings service that does not answer (or is absent) means filing does not
             // work now.
@@ -103,7 +106,7 @@ export function identityModule(deps: {
             organization,
             livemode: key!.livemode,
             publishedCount: usage.publishedCount,
-            documentsUsed: 0,
+            documentsUsed,
             hasLiveKey,
             affichage: affichage ?? { portalConfigured: false, attested: false },
           });
@@ -122,4 +125,9 @@ function grantor(key: KeyRecord | undefined, access: OrganizationAccess | undefi
 
 /** The module in the gateway's module list (index.generated.ts). Capabilities count published passports: identity is handed passport's client. */
 export const fromDeps: ModuleFactory = (deps) =>
-  identityModule({ repo: deps.identity, passport: deps.passport, filings: deps.filings });
+  identityModule({
+    repo: deps.identity,
+    passport: deps.passport,
+    filings: deps.filings,
+    documents: deps.documents,
+  });

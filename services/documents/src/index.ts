@@ -1,0 +1,2 @@
+export { documentsService } from "./service";
+export { documentsEnv } from "./config";
