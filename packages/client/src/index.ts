@@ -12,6 +12,18 @@ export {
   type PublishApproval,
 } from "./filings";
 export {
+  verifyWebhook,
+  WebhookEndpoints,
+  WebhookVerificationError,
+  type CreateWebhookEndpoint,
+  type DeletedWebhookEndpoint,
+  type UpdateWebhookEndpoint,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointWithSecret,
+} from "./webhooks";
+export {
   SDK_VERSION,
   type ConditionalOptions,
   type DppOptions,

@@ -58,7 +58,10 @@ export const attemptJson = (a: webhooksV1.Attempt) => ({
   next_retry_at: rfc3339OrNull(a.nextRetryAt),
 });
 
-const withSecret = (r: webhooksV1.EndpointWithSecret) => ({ ...endpointJson(r.endpoint!), secret: r.secret });
+const withSecret = (r: { endpoint?: webhooksV1.Endpoint; secret: string }) => ({
+  ...endpointJson(r.endpoint!),
+  secret: r.secret,
+});
 
 /** The members of a create or update body, checked for their JSON types (their rules are the service's). */
 function endpointFields(b: Record<string, unknown>, issues: Issue[], update: boolean) {

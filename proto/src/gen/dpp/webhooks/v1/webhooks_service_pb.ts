@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/webhooks/v1/webhooks_service.proto.
  */
 export const file_dpp_webhooks_v1_webhooks_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkcHAvd2ViaG9va3MvdjEvd2ViaG9va3Nfc2VydmljZS5wcm90bxIPZHBwLndlYmhvb2tzLnYxIrwCCghFbmRwb2ludBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSCwoDdXJsGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEg0KBXR5cGVzGAYgAygJEg8KB2VuYWJsZWQYByABKAgSFwoPZGlzYWJsZWRfcmVhc29uGAggASgJEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChJFbmRwb2ludFdpdGhTZWNyZXQSKwoIZW5kcG9pbnQYASABKAsyGS5kcHAud2ViaG9va3MudjEuRW5kcG9pbnQSDgoGc2VjcmV0GAIgASgJIj8KEEVuZHBvaW50UmVzcG9uc2USKwoIZW5kcG9pbnQYASABKAsyGS5kcHAud2ViaG9va3MudjEuRW5kcG9pbnQiGQoLRW5kcG9pbnRSZWYSCgoCaWQYASABKAkiSAoVQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0EgsKA3VybBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgV0eXBlcxgDIAMoCSKrAQoVVXBkYXRlRW5kcG9pbnRSZXF1ZXN0EgoKAmlkGAEgASgJEhAKA3VybBgCIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESDQoFdHlwZXMYBCADKAkSEQoJc2V0X3R5cGVzGAUgASgIEhQKB2VuYWJsZWQYBiABKAhIAogBAUIGCgRfdXJsQg4KDF9kZXNjcmlwdGlvbkIKCghfZW5hYmxlZCI6ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJEhcKD292ZXJsYXBfc2Vjb25kcxgCIAEoBSI1ChRMaXN0RW5kcG9pbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkibAoVTGlzdEVuZHBvaW50c1Jlc3BvbnNlEiwKCWVuZHBvaW50cxgBIAMoCzIZLmRwcC53ZWJob29rcy52MS5FbmRwb2ludBIQCghoYXNfbW9yZRgCIAEoCBITCgtuZXh0X2N1cnNvchgDIAEoCSLjAgoHQXR0ZW1wdBIKCgJpZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRISCgp3ZWJob29rX2lkGAMgASgJEhAKCGV2ZW50X2lkGAQgASgJEhIKCmV2ZW50X3R5cGUYBSABKAkSEwoLbmV4dF9jdXJzb3IYBiABKAkSDAoEa2luZBgHIAEoCRIOCgZzdGF0dXMYCCABKAkSFwoPcmVzcG9uc2Vfc3RhdHVzGAkgASgFEg0KBWVycm9yGAogASgJEhIKCmxhdGVuY3lfbXMYCyABKAUSMAoMYXR0ZW1wdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1uZXh0X3JldHJ5X2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghsaXZlbW9kZRgOIAEoCBIXCg9vcmdhbml6YXRpb25faWQYDyABKAkiPAoPQXR0ZW1wdFJlc3BvbnNlEikKB2F0dGVtcHQYASABKAsyGC5kcHAud2ViaG9va3MudjEuQXR0ZW1wdCJJChNMaXN0QXR0ZW1wdHNSZXF1ZXN0EhMKC2VuZHBvaW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJpChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIqCghhdHRlbXB0cxgBIAMoCzIYLmRwcC53ZWJob29rcy52MS5BdHRlbXB0EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJIjsKEFJlZGVsaXZlclJlcXVlc3QSEwoLZW5kcG9pbnRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCSKKAgoPQmFja2xvZ1Jlc3BvbnNlEisKCGVuZHBvaW50GAEgASgLMhkuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50EhoKEmRlbGl2ZXJlZF9zZXF1ZW5jZRgCIAEoAxIVCg1oZWFkX3NlcXVlbmNlGAMgASgDEhYKDnBlbmRpbmdfZXZlbnRzGAQgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgFIAEoBRIzCg9uZXh0X2F0dGVtcHRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wMvkGCg9XZWJob29rc1NlcnZpY2USXQoOQ3JlYXRlRW5kcG9pbnQSJi5kcHAud2ViaG9va3MudjEuQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0GiMuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50V2l0aFNlY3JldBJeCg1MaXN0RW5kcG9pbnRzEiUuZHBwLndlYmhvb2tzLnYxLkxpc3RFbmRwb2ludHNSZXF1ZXN0GiYuZHBwLndlYmhvb2tzLnYxLkxpc3RFbmRwb2ludHNSZXNwb25zZRJOCgtHZXRFbmRwb2ludBIcLmRwcC53ZWJob29rcy52MS5FbmRwb2ludFJlZhohLmRwcC53ZWJob29rcy52MS5FbmRwb2ludFJlc3BvbnNlElsKDlVwZGF0ZUVuZHBvaW50EiYuZHBwLndlYmhvb2tzLnYxLlVwZGF0ZUVuZHBvaW50UmVxdWVzdBohLmRwcC53ZWJob29rcy52MS5FbmRwb2ludFJlc3BvbnNlElEKDkRlbGV0ZUVuZHBvaW50EhwuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50UmVmGiEuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50UmVzcG9uc2USWQoMUm90YXRlU2VjcmV0EiQuZHBwLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaIy5kcHAud2ViaG9va3MudjEuRW5kcG9pbnRXaXRoU2VjcmV0Ek8KDVNlbmRUZXN0RXZlbnQSHC5kcHAud2ViaG9va3MudjEuRW5kcG9pbnRSZWYaIC5kcHAud2ViaG9va3MudjEuQXR0ZW1wdFJlc3BvbnNlElsKDExpc3RBdHRlbXB0cxIkLmRwcC53ZWJob29rcy52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0GiUuZHBwLndlYmhvb2tzLnYxLkxpc3RBdHRlbXB0c1Jlc3BvbnNlElAKCVJlZGVsaXZlchIhLmRwcC53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXF1ZXN0GiAuZHBwLndlYmhvb2tzLnYxLkF0dGVtcHRSZXNwb25zZRJMCgpHZXRCYWNrbG9nEhwuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50UmVmGiAuZHBwLndlYmhvb2tzLnYxLkJhY2tsb2dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZkcHAvd2ViaG9va3MvdjEvd2ViaG9va3Nfc2VydmljZS5wcm90bxIPZHBwLndlYmhvb2tzLnYxIrwCCghFbmRwb2ludBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIbGl2ZW1vZGUYAyABKAgSCwoDdXJsGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEg0KBXR5cGVzGAYgAygJEg8KB2VuYWJsZWQYByABKAgSFwoPZGlzYWJsZWRfcmVhc29uGAggASgJEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJVChZDcmVhdGVFbmRwb2ludFJlc3BvbnNlEisKCGVuZHBvaW50GAEgASgLMhkuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50Eg4KBnNlY3JldBgCIAEoCSJTChRSb3RhdGVTZWNyZXRSZXNwb25zZRIrCghlbmRwb2ludBgBIAEoCzIZLmRwcC53ZWJob29rcy52MS5FbmRwb2ludBIOCgZzZWNyZXQYAiABKAkiIAoSR2V0RW5kcG9pbnRSZXF1ZXN0EgoKAmlkGAEgASgJIkIKE0dldEVuZHBvaW50UmVzcG9uc2USKwoIZW5kcG9pbnQYASABKAsyGS5kcHAud2ViaG9va3MudjEuRW5kcG9pbnQiRQoWVXBkYXRlRW5kcG9pbnRSZXNwb25zZRIrCghlbmRwb2ludBgBIAEoCzIZLmRwcC53ZWJob29rcy52MS5FbmRwb2ludCIjChVEZWxldGVFbmRwb2ludFJlcXVlc3QSCgoCaWQYASABKAkiRQoWRGVsZXRlRW5kcG9pbnRSZXNwb25zZRIrCghlbmRwb2ludBgBIAEoCzIZLmRwcC53ZWJob29rcy52MS5FbmRwb2ludCIiChRTZW5kVGVzdEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSJCChVTZW5kVGVzdEV2ZW50UmVzcG9uc2USKQoHYXR0ZW1wdBgBIAEoCzIYLmRwcC53ZWJob29rcy52MS5BdHRlbXB0Ij4KEVJlZGVsaXZlclJlc3BvbnNlEikKB2F0dGVtcHQYASABKAsyGC5kcHAud2ViaG9va3MudjEuQXR0ZW1wdCIfChFHZXRCYWNrbG9nUmVxdWVzdBIKCgJpZBgBIAEoCSJIChVDcmVhdGVFbmRwb2ludFJlcXVlc3QSCwoDdXJsGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXR5cGVzGAMgAygJIqsBChVVcGRhdGVFbmRwb2ludFJlcXVlc3QSCgoCaWQYASABKAkSEAoDdXJsGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARINCgV0eXBlcxgEIAMoCRIRCglzZXRfdHlwZXMYBSABKAgSFAoHZW5hYmxlZBgGIAEoCEgCiAEBQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgoKCF9lbmFibGVkIjoKE1JvdGF0ZVNlY3JldFJlcXVlc3QSCgoCaWQYASABKAkSFwoPb3ZlcmxhcF9zZWNvbmRzGAIgASgFIjUKFExpc3RFbmRwb2ludHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJsChVMaXN0RW5kcG9pbnRzUmVzcG9uc2USLAoJZW5kcG9pbnRzGAEgAygLMhkuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJIuMCCgdBdHRlbXB0EgoKAmlkGAEgASgJEhMKC2VuZHBvaW50X2lkGAIgASgJEhIKCndlYmhvb2tfaWQYAyABKAkSEAoIZXZlbnRfaWQYBCABKAkSEgoKZXZlbnRfdHlwZRgFIAEoCRITCgtuZXh0X2N1cnNvchgGIAEoCRIMCgRraW5kGAcgASgJEg4KBnN0YXR1cxgIIAEoCRIXCg9yZXNwb25zZV9zdGF0dXMYCSABKAUSDQoFZXJyb3IYCiABKAkSEgoKbGF0ZW5jeV9tcxgLIAEoBRIwCgxhdHRlbXB0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDW5leHRfcmV0cnlfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGxpdmVtb2RlGA4gASgIEhcKD29yZ2FuaXphdGlvbl9pZBgPIAEoCSJJChNMaXN0QXR0ZW1wdHNSZXF1ZXN0EhMKC2VuZHBvaW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJpChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIqCghhdHRlbXB0cxgBIAMoCzIYLmRwcC53ZWJob29rcy52MS5BdHRlbXB0EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJIjsKEFJlZGVsaXZlclJlcXVlc3QSEwoLZW5kcG9pbnRfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCSKNAgoSR2V0QmFja2xvZ1Jlc3BvbnNlEisKCGVuZHBvaW50GAEgASgLMhkuZHBwLndlYmhvb2tzLnYxLkVuZHBvaW50EhoKEmRlbGl2ZXJlZF9zZXF1ZW5jZRgCIAEoAxIVCg1oZWFkX3NlcXVlbmNlGAMgASgDEhYKDnBlbmRpbmdfZXZlbnRzGAQgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgFIAEoBRIzCg9uZXh0X2F0dGVtcHRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wMrkHCg9XZWJob29rc1NlcnZpY2USYQoOQ3JlYXRlRW5kcG9pbnQSJi5kcHAud2ViaG9va3MudjEuQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0GicuZHBwLndlYmhvb2tzLnYxLkNyZWF0ZUVuZHBvaW50UmVzcG9uc2USXgoNTGlzdEVuZHBvaW50cxIlLmRwcC53ZWJob29rcy52MS5MaXN0RW5kcG9pbnRzUmVxdWVzdBomLmRwcC53ZWJob29rcy52MS5MaXN0RW5kcG9pbnRzUmVzcG9uc2USWAoLR2V0RW5kcG9pbnQSIy5kcHAud2ViaG9va3MudjEuR2V0RW5kcG9pbnRSZXF1ZXN0GiQuZHBwLndlYmhvb2tzLnYxLkdldEVuZHBvaW50UmVzcG9uc2USYQoOVXBkYXRlRW5kcG9pbnQSJi5kcHAud2ViaG9va3MudjEuVXBkYXRlRW5kcG9pbnRSZXF1ZXN0GicuZHBwLndlYmhvb2tzLnYxLlVwZGF0ZUVuZHBvaW50UmVzcG9uc2USYQoORGVsZXRlRW5kcG9pbnQSJi5kcHAud2ViaG9va3MudjEuRGVsZXRlRW5kcG9pbnRSZXF1ZXN0GicuZHBwLndlYmhvb2tzLnYxLkRlbGV0ZUVuZHBvaW50UmVzcG9uc2USWwoMUm90YXRlU2VjcmV0EiQuZHBwLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaJS5kcHAud2ViaG9va3MudjEuUm90YXRlU2VjcmV0UmVzcG9uc2USXgoNU2VuZFRlc3RFdmVudBIlLmRwcC53ZWJob29rcy52MS5TZW5kVGVzdEV2ZW50UmVxdWVzdBomLmRwcC53ZWJob29rcy52MS5TZW5kVGVzdEV2ZW50UmVzcG9uc2USWwoMTGlzdEF0dGVtcHRzEiQuZHBwLndlYmhvb2tzLnYxLkxpc3RBdHRlbXB0c1JlcXVlc3QaJS5kcHAud2ViaG9va3MudjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USUgoJUmVkZWxpdmVyEiEuZHBwLndlYmhvb2tzLnYxLlJlZGVsaXZlclJlcXVlc3QaIi5kcHAud2ViaG9va3MudjEuUmVkZWxpdmVyUmVzcG9uc2USVQoKR2V0QmFja2xvZxIiLmRwcC53ZWJob29rcy52MS5HZXRCYWNrbG9nUmVxdWVzdBojLmRwcC53ZWJob29rcy52MS5HZXRCYWNrbG9nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.webhooks.v1.Endpoint
@@ -88,9 +88,9 @@ export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
   messageDesc(file_dpp_webhooks_v1_webhooks_service, 0);
 
 /**
- * @generated from message dpp.webhooks.v1.EndpointWithSecret
+ * @generated from message dpp.webhooks.v1.CreateEndpointResponse
  */
-export type EndpointWithSecret = Message<"dpp.webhooks.v1.EndpointWithSecret"> & {
+export type CreateEndpointResponse = Message<"dpp.webhooks.v1.CreateEndpointResponse"> & {
   /**
    * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
    */
@@ -105,33 +105,40 @@ export type EndpointWithSecret = Message<"dpp.webhooks.v1.EndpointWithSecret"> &
 };
 
 /**
- * Describes the message dpp.webhooks.v1.EndpointWithSecret.
- * Use `create(EndpointWithSecretSchema)` to create a new message.
+ * Describes the message dpp.webhooks.v1.CreateEndpointResponse.
+ * Use `create(CreateEndpointResponseSchema)` to create a new message.
  */
-export const EndpointWithSecretSchema: GenMessage<EndpointWithSecret> = /*@__PURE__*/
+export const CreateEndpointResponseSchema: GenMessage<CreateEndpointResponse> = /*@__PURE__*/
   messageDesc(file_dpp_webhooks_v1_webhooks_service, 1);
 
 /**
- * @generated from message dpp.webhooks.v1.EndpointResponse
+ * @generated from message dpp.webhooks.v1.RotateSecretResponse
  */
-export type EndpointResponse = Message<"dpp.webhooks.v1.EndpointResponse"> & {
+export type RotateSecretResponse = Message<"dpp.webhooks.v1.RotateSecretResponse"> & {
   /**
    * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
    */
   endpoint?: Endpoint | undefined;
+
+  /**
+   * The new secret, answered here only.
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
 };
 
 /**
- * Describes the message dpp.webhooks.v1.EndpointResponse.
- * Use `create(EndpointResponseSchema)` to create a new message.
+ * Describes the message dpp.webhooks.v1.RotateSecretResponse.
+ * Use `create(RotateSecretResponseSchema)` to create a new message.
  */
-export const EndpointResponseSchema: GenMessage<EndpointResponse> = /*@__PURE__*/
+export const RotateSecretResponseSchema: GenMessage<RotateSecretResponse> = /*@__PURE__*/
   messageDesc(file_dpp_webhooks_v1_webhooks_service, 2);
 
 /**
- * @generated from message dpp.webhooks.v1.EndpointRef
+ * @generated from message dpp.webhooks.v1.GetEndpointRequest
  */
-export type EndpointRef = Message<"dpp.webhooks.v1.EndpointRef"> & {
+export type GetEndpointRequest = Message<"dpp.webhooks.v1.GetEndpointRequest"> & {
   /**
    * @generated from field: string id = 1;
    */
@@ -139,11 +146,149 @@ export type EndpointRef = Message<"dpp.webhooks.v1.EndpointRef"> & {
 };
 
 /**
- * Describes the message dpp.webhooks.v1.EndpointRef.
- * Use `create(EndpointRefSchema)` to create a new message.
+ * Describes the message dpp.webhooks.v1.GetEndpointRequest.
+ * Use `create(GetEndpointRequestSchema)` to create a new message.
  */
-export const EndpointRefSchema: GenMessage<EndpointRef> = /*@__PURE__*/
+export const GetEndpointRequestSchema: GenMessage<GetEndpointRequest> = /*@__PURE__*/
   messageDesc(file_dpp_webhooks_v1_webhooks_service, 3);
+
+/**
+ * @generated from message dpp.webhooks.v1.GetEndpointResponse
+ */
+export type GetEndpointResponse = Message<"dpp.webhooks.v1.GetEndpointResponse"> & {
+  /**
+   * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
+   */
+  endpoint?: Endpoint | undefined;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.GetEndpointResponse.
+ * Use `create(GetEndpointResponseSchema)` to create a new message.
+ */
+export const GetEndpointResponseSchema: GenMessage<GetEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 4);
+
+/**
+ * @generated from message dpp.webhooks.v1.UpdateEndpointResponse
+ */
+export type UpdateEndpointResponse = Message<"dpp.webhooks.v1.UpdateEndpointResponse"> & {
+  /**
+   * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
+   */
+  endpoint?: Endpoint | undefined;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.UpdateEndpointResponse.
+ * Use `create(UpdateEndpointResponseSchema)` to create a new message.
+ */
+export const UpdateEndpointResponseSchema: GenMessage<UpdateEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 5);
+
+/**
+ * @generated from message dpp.webhooks.v1.DeleteEndpointRequest
+ */
+export type DeleteEndpointRequest = Message<"dpp.webhooks.v1.DeleteEndpointRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.DeleteEndpointRequest.
+ * Use `create(DeleteEndpointRequestSchema)` to create a new message.
+ */
+export const DeleteEndpointRequestSchema: GenMessage<DeleteEndpointRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 6);
+
+/**
+ * @generated from message dpp.webhooks.v1.DeleteEndpointResponse
+ */
+export type DeleteEndpointResponse = Message<"dpp.webhooks.v1.DeleteEndpointResponse"> & {
+  /**
+   * The endpoint as it was.
+   *
+   * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
+   */
+  endpoint?: Endpoint | undefined;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.DeleteEndpointResponse.
+ * Use `create(DeleteEndpointResponseSchema)` to create a new message.
+ */
+export const DeleteEndpointResponseSchema: GenMessage<DeleteEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 7);
+
+/**
+ * @generated from message dpp.webhooks.v1.SendTestEventRequest
+ */
+export type SendTestEventRequest = Message<"dpp.webhooks.v1.SendTestEventRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.SendTestEventRequest.
+ * Use `create(SendTestEventRequestSchema)` to create a new message.
+ */
+export const SendTestEventRequestSchema: GenMessage<SendTestEventRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 8);
+
+/**
+ * @generated from message dpp.webhooks.v1.SendTestEventResponse
+ */
+export type SendTestEventResponse = Message<"dpp.webhooks.v1.SendTestEventResponse"> & {
+  /**
+   * @generated from field: dpp.webhooks.v1.Attempt attempt = 1;
+   */
+  attempt?: Attempt | undefined;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.SendTestEventResponse.
+ * Use `create(SendTestEventResponseSchema)` to create a new message.
+ */
+export const SendTestEventResponseSchema: GenMessage<SendTestEventResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 9);
+
+/**
+ * @generated from message dpp.webhooks.v1.RedeliverResponse
+ */
+export type RedeliverResponse = Message<"dpp.webhooks.v1.RedeliverResponse"> & {
+  /**
+   * @generated from field: dpp.webhooks.v1.Attempt attempt = 1;
+   */
+  attempt?: Attempt | undefined;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.RedeliverResponse.
+ * Use `create(RedeliverResponseSchema)` to create a new message.
+ */
+export const RedeliverResponseSchema: GenMessage<RedeliverResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 10);
+
+/**
+ * @generated from message dpp.webhooks.v1.GetBacklogRequest
+ */
+export type GetBacklogRequest = Message<"dpp.webhooks.v1.GetBacklogRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.webhooks.v1.GetBacklogRequest.
+ * Use `create(GetBacklogRequestSchema)` to create a new message.
+ */
+export const GetBacklogRequestSchema: GenMessage<GetBacklogRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 11);
 
 /**
  * @generated from message dpp.webhooks.v1.CreateEndpointRequest
@@ -170,7 +315,7 @@ export type CreateEndpointRequest = Message<"dpp.webhooks.v1.CreateEndpointReque
  * Use `create(CreateEndpointRequestSchema)` to create a new message.
  */
 export const CreateEndpointRequestSchema: GenMessage<CreateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 4);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 12);
 
 /**
  * @generated from message dpp.webhooks.v1.UpdateEndpointRequest
@@ -214,7 +359,7 @@ export type UpdateEndpointRequest = Message<"dpp.webhooks.v1.UpdateEndpointReque
  * Use `create(UpdateEndpointRequestSchema)` to create a new message.
  */
 export const UpdateEndpointRequestSchema: GenMessage<UpdateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 5);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 13);
 
 /**
  * @generated from message dpp.webhooks.v1.RotateSecretRequest
@@ -238,7 +383,7 @@ export type RotateSecretRequest = Message<"dpp.webhooks.v1.RotateSecretRequest">
  * Use `create(RotateSecretRequestSchema)` to create a new message.
  */
 export const RotateSecretRequestSchema: GenMessage<RotateSecretRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 6);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 14);
 
 /**
  * @generated from message dpp.webhooks.v1.ListEndpointsRequest
@@ -264,7 +409,7 @@ export type ListEndpointsRequest = Message<"dpp.webhooks.v1.ListEndpointsRequest
  * Use `create(ListEndpointsRequestSchema)` to create a new message.
  */
 export const ListEndpointsRequestSchema: GenMessage<ListEndpointsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 7);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 15);
 
 /**
  * @generated from message dpp.webhooks.v1.ListEndpointsResponse
@@ -293,7 +438,7 @@ export type ListEndpointsResponse = Message<"dpp.webhooks.v1.ListEndpointsRespon
  * Use `create(ListEndpointsResponseSchema)` to create a new message.
  */
 export const ListEndpointsResponseSchema: GenMessage<ListEndpointsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 8);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 16);
 
 /**
  * @generated from message dpp.webhooks.v1.Attempt
@@ -394,24 +539,7 @@ export type Attempt = Message<"dpp.webhooks.v1.Attempt"> & {
  * Use `create(AttemptSchema)` to create a new message.
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 9);
-
-/**
- * @generated from message dpp.webhooks.v1.AttemptResponse
- */
-export type AttemptResponse = Message<"dpp.webhooks.v1.AttemptResponse"> & {
-  /**
-   * @generated from field: dpp.webhooks.v1.Attempt attempt = 1;
-   */
-  attempt?: Attempt | undefined;
-};
-
-/**
- * Describes the message dpp.webhooks.v1.AttemptResponse.
- * Use `create(AttemptResponseSchema)` to create a new message.
- */
-export const AttemptResponseSchema: GenMessage<AttemptResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 10);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 17);
 
 /**
  * @generated from message dpp.webhooks.v1.ListAttemptsRequest
@@ -438,7 +566,7 @@ export type ListAttemptsRequest = Message<"dpp.webhooks.v1.ListAttemptsRequest">
  * Use `create(ListAttemptsRequestSchema)` to create a new message.
  */
 export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 11);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 18);
 
 /**
  * @generated from message dpp.webhooks.v1.ListAttemptsResponse
@@ -465,7 +593,7 @@ export type ListAttemptsResponse = Message<"dpp.webhooks.v1.ListAttemptsResponse
  * Use `create(ListAttemptsResponseSchema)` to create a new message.
  */
 export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 12);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 19);
 
 /**
  * @generated from message dpp.webhooks.v1.RedeliverRequest
@@ -487,12 +615,12 @@ export type RedeliverRequest = Message<"dpp.webhooks.v1.RedeliverRequest"> & {
  * Use `create(RedeliverRequestSchema)` to create a new message.
  */
 export const RedeliverRequestSchema: GenMessage<RedeliverRequest> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 13);
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 20);
 
 /**
- * @generated from message dpp.webhooks.v1.BacklogResponse
+ * @generated from message dpp.webhooks.v1.GetBacklogResponse
  */
-export type BacklogResponse = Message<"dpp.webhooks.v1.BacklogResponse"> & {
+export type GetBacklogResponse = Message<"dpp.webhooks.v1.GetBacklogResponse"> & {
   /**
    * @generated from field: dpp.webhooks.v1.Endpoint endpoint = 1;
    */
@@ -536,11 +664,11 @@ export type BacklogResponse = Message<"dpp.webhooks.v1.BacklogResponse"> & {
 };
 
 /**
- * Describes the message dpp.webhooks.v1.BacklogResponse.
- * Use `create(BacklogResponseSchema)` to create a new message.
+ * Describes the message dpp.webhooks.v1.GetBacklogResponse.
+ * Use `create(GetBacklogResponseSchema)` to create a new message.
  */
-export const BacklogResponseSchema: GenMessage<BacklogResponse> = /*@__PURE__*/
-  messageDesc(file_dpp_webhooks_v1_webhooks_service, 14);
+export const GetBacklogResponseSchema: GenMessage<GetBacklogResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_webhooks_v1_webhooks_service, 21);
 
 /**
  * The webhooks service: the webhook endpoints of one organization and mode, and their deliveries of the
@@ -557,7 +685,7 @@ export const WebhooksService: GenService<{
   createEndpoint: {
     methodKind: "unary";
     input: typeof CreateEndpointRequestSchema;
-    output: typeof EndpointWithSecretSchema;
+    output: typeof CreateEndpointResponseSchema;
   },
   /**
    * Lists the tenant's endpoints, newest first, a page at a time.
@@ -574,8 +702,8 @@ export const WebhooksService: GenService<{
    */
   getEndpoint: {
     methodKind: "unary";
-    input: typeof EndpointRefSchema;
-    output: typeof EndpointResponseSchema;
+    input: typeof GetEndpointRequestSchema;
+    output: typeof GetEndpointResponseSchema;
   },
   /**
    * Changes the fields that are set; keyed.
@@ -585,7 +713,7 @@ export const WebhooksService: GenService<{
   updateEndpoint: {
     methodKind: "unary";
     input: typeof UpdateEndpointRequestSchema;
-    output: typeof EndpointResponseSchema;
+    output: typeof UpdateEndpointResponseSchema;
   },
   /**
    * Deletes the endpoint and its attempts; keyed.
@@ -594,8 +722,8 @@ export const WebhooksService: GenService<{
    */
   deleteEndpoint: {
     methodKind: "unary";
-    input: typeof EndpointRefSchema;
-    output: typeof EndpointResponseSchema;
+    input: typeof DeleteEndpointRequestSchema;
+    output: typeof DeleteEndpointResponseSchema;
   },
   /**
    * A new secret; the previous one still signs for the overlap. Keyed. Answers the new secret.
@@ -605,7 +733,7 @@ export const WebhooksService: GenService<{
   rotateSecret: {
     methodKind: "unary";
     input: typeof RotateSecretRequestSchema;
-    output: typeof EndpointWithSecretSchema;
+    output: typeof RotateSecretResponseSchema;
   },
   /**
    * Delivers a test event now (not from the feed) and answers its attempt.
@@ -614,8 +742,8 @@ export const WebhooksService: GenService<{
    */
   sendTestEvent: {
     methodKind: "unary";
-    input: typeof EndpointRefSchema;
-    output: typeof AttemptResponseSchema;
+    input: typeof SendTestEventRequestSchema;
+    output: typeof SendTestEventResponseSchema;
   },
   /**
    * The endpoint's delivery attempts, newest first.
@@ -635,7 +763,7 @@ export const WebhooksService: GenService<{
   redeliver: {
     methodKind: "unary";
     input: typeof RedeliverRequestSchema;
-    output: typeof AttemptResponseSchema;
+    output: typeof RedeliverResponseSchema;
   },
   /**
    * What the endpoint has still to receive (the admin CLI).
@@ -644,8 +772,8 @@ export const WebhooksService: GenService<{
    */
   getBacklog: {
     methodKind: "unary";
-    input: typeof EndpointRefSchema;
-    output: typeof BacklogResponseSchema;
+    input: typeof GetBacklogRequestSchema;
+    output: typeof GetBacklogResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_webhooks_v1_webhooks_service, 0);
