@@ -197,6 +197,7 @@ async function main() {
       database_url: databaseUrl,
       passport_addr: stack.services.passport.address,
       filings_addr: stack.services.filings.address,
+      webhooks_addr: stack.services.webhooks.address,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });
