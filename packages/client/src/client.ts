@@ -21,6 +21,7 @@ import { DppProtocolError } from "./errors";
 import { Documents, PassportDocuments } from "./documents";
 import { AffichageFilings, PublishApprovals } from "./filings";
 import { Imports } from "./imports";
+import { WebhookEndpoints } from "./webhooks";
 import {
   isCategory,
   type Capability,
@@ -222,6 +223,7 @@ export class OrganizationClient {
   readonly imports: Imports;
   readonly documents: Documents;
   readonly passportDocuments: PassportDocuments;
+  readonly webhooks: WebhookEndpoints;
 
   constructor(
     private readonly core: Core,
@@ -234,6 +236,7 @@ export class OrganizationClient {
     this.imports = new Imports(core, id);
     this.documents = new Documents(core, id);
     this.passportDocuments = new PassportDocuments(core, id);
+    this.webhooks = new WebhookEndpoints(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

@@ -35,6 +35,17 @@ export {
   type ImportRowsOptions,
   type ListImportsParams,
 } from "./imports";
+  verifyWebhook,
+  WebhookEndpoints,
+  WebhookVerificationError,
+  type CreateWebhookEndpoint,
+  type DeletedWebhookEndpoint,
+  type UpdateWebhookEndpoint,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointWithSecret,
+} from "./webhooks";
 export {
   SDK_VERSION,
   type ConditionalOptions,

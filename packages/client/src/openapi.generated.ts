@@ -877,6 +877,178 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/webhooks": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List webhook endpoints
+     * @description The webhook endpoints of the organization in the key's mode, newest first.
+     */
+    get: operations["listWebhookEndpoints"];
+    put?: never;
+    /**
+     * Create a webhook endpoint
+     * @description Creates an endpoint that receives the events entering the feed from now on. The answer carries its
+     *     signing `secret`, shown this once (rotate it to get a new one). `url`: https (http also in test mode), at
+     *     most 2048 characters, no user name or password, no fragment, a host that does not resolve to a refused
+     *     address (rule `address_not_allowed`). `types`: event types of the catalogue (rule `unknown_event_type`), at
+     *     most 50; empty or absent: every type. `description`: at most 500 characters. Body limit: 8 KiB (8192 bytes).
+     */
+    post: operations["createWebhookEndpoint"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/webhooks/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    /** Get a webhook endpoint */
+    get: operations["getWebhookEndpoint"];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook endpoint
+     * @description Deletes the endpoint and its attempts; nothing more is delivered to it.
+     */
+    delete: operations["deleteWebhookEndpoint"];
+    options?: never;
+    head?: never;
+    /**
+     * Update a webhook endpoint
+     * @description Changes the members given: `url`, `description`, `types` (replaced; `[]`: every type), `enabled`.
+     *     `enabled: false` stops deliveries (events keep waiting for it); `enabled: true` resumes them from where
+     *     they stopped, also after the platform disabled it (`disabled_reason` becomes null). The rules of
+     *     creation apply. Body limit: 8 KiB (8192 bytes).
+     */
+    patch: operations["updateWebhookEndpoint"];
+    trace?: never;
+  };
+  "/organizations/{organization}/webhooks/{id}/rotate-secret": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate a webhook endpoint's secret
+     * @description A new secret signs every delivery from now on, and is answered this once. The previous secret also
+     *     signs for `overlap_seconds` (default 86400, 0 to 604800; 0: it stops at once), so the header then carries
+     *     both signatures while receivers switch. Rotating again during an overlap ends the earlier one. Body limit:
+     *     1 KiB (1024 bytes).
+     */
+    post: operations["rotateWebhookSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/webhooks/{id}/test": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test event
+     * @description Delivers a `webhook_endpoint.test` event (not in the feed; `next_cursor` null) to the endpoint now,
+     *     signed as every delivery, enabled or not, and answers the attempt. It is not retried. Takes no body.
+     */
+    post: operations["sendWebhookTestEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/webhooks/{id}/attempts": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List a webhook endpoint's delivery attempts
+     * @description The endpoint's delivery attempts, newest first, kept 30 days.
+     */
+    get: operations["listWebhookAttempts"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/webhooks/{id}/attempts/{attemptId}/redeliver": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+        attemptId: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Deliver an attempt's event again
+     * @description Delivers the attempt's event again now, read from the feed, with the same `webhook-id`, outside the
+     *     endpoint's order (its position does not move), and answers the new attempt. Not retried. A test event's
+     *     attempt is refused (400 `invalid_request`, rule `not_redeliverable`); an event past the feed's retention
+     *     is 404. Takes no body.
+     */
+    post: operations["redeliverWebhookAttempt"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1188,7 +1360,9 @@ export interface components {
       | "units:write"
       | "events:read"
       | "filings:write"
-      | "keys:admin";
+      | "keys:admin"
+      | "webhooks:read"
+      | "webhooks:write";
     /** @description A GTIN normalized to 14 digits. */
     Gtin14: string;
     /**
@@ -1506,7 +1680,8 @@ export interface components {
       | components["schemas"]["AffichageEventRelated"]
       | components["schemas"]["GrantEventRelated"]
       | components["schemas"]["ImportJobEventRelated"]
-      | components["schemas"]["DocumentEventRelated"];
+      | components["schemas"]["DocumentEventRelated"]
+      | components["schemas"]["WebhookEndpointEventRelated"];
     /** @description `passport.*` events. */
     PassportEventRelated: {
       /**
@@ -4714,6 +4889,104 @@ export interface components {
       upload_state: string;
       passport_id: string | null;
     };
+    WebhookEndpoint: {
+      /** @constant */
+      object: "webhook_endpoint";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/webhooks/<id> */
+      name: string;
+      organization_id: components["schemas"]["Identifier"];
+      livemode: boolean;
+      url: string;
+      description: string;
+      /** @description The event types delivered; empty for every type. */
+      types: string[];
+      enabled: boolean;
+      /**
+       * @description Why the platform disabled it; null when enabled or disabled by request.
+       * @enum {string|null}
+       */
+      disabled_reason: "gone" | "failing" | null;
+      /** @description During a rotation's overlap, when the previous secret stops signing; else null. */
+      previous_secret_expires_at: components["schemas"]["NullableTimestamp"];
+      created_at: components["schemas"]["Timestamp"];
+      updated_at: components["schemas"]["Timestamp"];
+    };
+    WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+      /** @description The signing secret (Standard Webhooks), shown only in this answer. */
+      secret: string;
+    };
+    DeletedWebhookEndpoint: {
+      /** @constant */
+      object: "webhook_endpoint";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      /** @constant */
+      deleted: true;
+    };
+    WebhookEndpointList: components["schemas"]["List"] & {
+      data: components["schemas"]["WebhookEndpoint"][];
+    };
+    CreateWebhookEndpointRequest: {
+      url: string;
+      description?: string;
+      types?: string[];
+    };
+    UpdateWebhookEndpointRequest: {
+      url?: string;
+      description?: string;
+      types?: string[];
+      enabled?: boolean;
+    };
+    RotateWebhookSecretRequest: {
+      overlap_seconds?: number;
+    };
+    WebhookAttempt: {
+      /** @constant */
+      object: "webhook_attempt";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/webhooks/<endpoint_id>/attempts/<id> */
+      name: string;
+      endpoint_id: components["schemas"]["Identifier"];
+      livemode: boolean;
+      /** @description The `webhook-id` header sent (the event's id). */
+      webhook_id: string;
+      event_id: string;
+      event_type: string;
+      /** @description The feed cursor after the event; null for a test event. */
+      next_cursor: string | null;
+      /** @enum {string} */
+      kind: "delivery" | "redelivery" | "test";
+      /** @enum {string} */
+      status: "succeeded" | "failed";
+      /** @description The receiver's HTTP status; null when none was received. */
+      response_status: number | null;
+      /**
+       * @description Why it failed: `http_<status>`, `redirect`, `timeout`, `connect_timeout`, `connection_failed`,
+       *     `unresolvable` or `address_not_allowed`; null on success.
+       */
+      error: string | null;
+      latency_ms: number;
+      attempted_at: components["schemas"]["Timestamp"];
+      /** @description When the event is tried again (a failed delivery); else null. */
+      next_retry_at: components["schemas"]["NullableTimestamp"];
+    };
+    WebhookAttemptList: components["schemas"]["List"] & {
+      data: components["schemas"]["WebhookAttempt"][];
+    };
+    /** @description `webhook_endpoint.*` events. */
+    WebhookEndpointEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "webhook_endpoint";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      url: string;
+      enabled: boolean;
+      disabled_reason: string | null;
+    };
   };
   responses: {
     /**
@@ -6252,6 +6525,362 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["PassportDocument"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listWebhookEndpoints: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of webhook endpoints. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpointList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+      };
+    };
+    responses: {
+      /** @description The new endpoint, with its secret. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpoint"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  deleteWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint was deleted. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DeletedWebhookEndpoint"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  updateWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+      };
+    };
+    responses: {
+      /** @description The endpoint as changed. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpoint"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+      };
+    };
+    responses: {
+      /** @description The endpoint with its new secret. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  sendWebhookTestEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attempt, succeeded or failed. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookAttempt"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listWebhookAttempts: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of attempts. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookAttemptList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  redeliverWebhookAttempt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The webhook endpoint's id. */
+        id: components["schemas"]["Identifier"];
+        attemptId: components["schemas"]["Identifier"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The new attempt, succeeded or failed. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookAttempt"];
         };
       };
       400: components["responses"]["BadRequest"];

@@ -2,7 +2,7 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { address, type ServiceRuntime } from "@dpp/kit";
-import { documentsV1, eventsV1, filingsV1, importsV1, passportV1 } from "@dpp/proto";
+import { documentsV1, eventsV1, filingsV1, importsV1, passportV1, webhooksV1 } from "@dpp/proto";
 
 /** The address of each service the gateway calls: <NAME>_ADDR, by default the registry's port on 127.0.0.1. */
 export const downstreamEnv = {
@@ -11,6 +11,7 @@ export const downstreamEnv = {
   FILINGS_ADDR: address.default("127.0.0.1:50056"),
   IMPORTS_ADDR: address.default("127.0.0.1:50055"),
   DOCUMENTS_ADDR: address.default("127.0.0.1:50054"),
+  WEBHOOKS_ADDR: address.default("127.0.0.1:50057"),
 };
 
 type Runtime = Pick<ServiceRuntime<typeof downstreamEnv, unknown>, "client" | "config">;
@@ -43,6 +44,11 @@ export function connectDownstream(rt: Runtime, deadlineMs: number) {
       audience: "documents",
       deadlineMs,
     }),
+    webhooks: rt.client(webhooksV1.WebhooksService, {
+      address: rt.config.WEBHOOKS_ADDR,
+      audience: "webhooks",
+      deadlineMs,
+    }),
   };
 }
 
@@ -56,4 +62,5 @@ export const DOWNSTREAM_SERVICES = {
   filings: "filings",
   imports: "imports",
   documents: "documents",
+  webhooks: "webhooks",
 } as const;

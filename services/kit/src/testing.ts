@@ -28,6 +28,8 @@ import {
 } from "./service";
 
 export { enableKeyedCallChecks } from "./keyed-work";
+/** For a test that runs two services, one calling the other: the caller's key pair and the callee's trust. */
+export { formatTrustedKeys, generateInternalKeyPair } from "./internal-auth";
 
 export function adminDatabaseUrl(): string {
   return process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

@@ -7,7 +7,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "@dpp/contract";
 import { createClient, createContextSigner, createDb } from "@dpp/kit/internal";
-import { filingsV1, passportV1 } from "@dpp/proto";
+import { filingsV1, passportV1, webhooksV1 } from "@dpp/proto";
 import { Dpp } from "@dpp/client";
 import { importFile, importProgressBar, readTable, schemaCache, toImportRows } from "@dpp/cli/imports";
 import {
@@ -36,6 +36,10 @@ export const USAGE = `usage: npm run admin -- <command> [options]
                records that a named person at the brand accepted the affichage filing
                attestation, through the filings service at FILINGS_ADDR (else the running
                \`npm start\`'s), signed as "admin" like the passport operations
+  webhooks:backlog --org <id> --mode test|live --id <endpoint id>
+               what a webhook endpoint has still to receive (its delivered position, the feed's
+               head, the events between, failures, next attempt), through the webhooks service
+               at WEBHOOKS_ADDR (else the running \`npm start\`'s), signed as "admin"
   passport:deactivate | passport:reactivate | passport:lock | passport:unlock
                --org <id> --mode test|live --id <passport id> [--expected-version <n>]
                platform operations on a passport (a takedown, a legal hold), through the
@@ -102,6 +106,7 @@ function stackFile(root: string): {
   database_url?: string;
   passport_addr?: string;
   filings_addr?: string;
+  webhooks_addr?: string;
   admin_private_key?: string;
   base_url?: string;
 } {
@@ -110,6 +115,7 @@ function stackFile(root: string): {
       database_url?: string;
       passport_addr?: string;
       filings_addr?: string;
+      webhooks_addr?: string;
       admin_private_key?: string;
       base_url?: string;
     };
@@ -234,6 +240,48 @@ async function importSpreadsheet(
   }
 }
 
+/** A webhook endpoint's backlog, as the webhooks service that delivers it sees it. */
+async function webhookBacklog(
+  values: { org?: string; mode?: string; id?: string },
+  root: string,
+): Promise<unknown> {
+  const organizationId = need(values.org, "org");
+  const mode = need(values.mode, "mode");
+  if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+  const id = need(values.id, "id");
+  const address = process.env.WEBHOOKS_ADDR ?? stackFile(root).webhooks_addr ?? "127.0.0.1:50057";
+  const privateKey = process.env.INTERNAL_AUTH_PRIVATE_KEY ?? stackFile(root).admin_private_key;
+  if (!privateKey)
+    throw new UsageError(
+      'INTERNAL_AUTH_PRIVATE_KEY is not set and no running `npm start` wrote one: webhooks serves only callers it trusts (the admin CLI signs as "admin").',
+    );
+  const signer = createContextSigner({ issuer: "admin", privateKey });
+  const client = createClient(webhooksV1.WebhooksService, address, { signer, audience: "webhooks" });
+  const iso = (t?: { seconds: bigint; nanos: number }) =>
+    t ? new Date(Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6)).toISOString() : null;
+  try {
+    const res = await client.getBacklog(
+      { id },
+      { context: { requestId: `req_admin_${Date.now()}`, organizationId, livemode: mode === "live" } },
+    );
+    return {
+      object: "webhook_backlog",
+      endpoint_id: id,
+      url: res.endpoint?.url,
+      enabled: res.endpoint?.enabled,
+      disabled_reason: res.endpoint?.disabledReason || null,
+      delivered_sequence: Number(res.deliveredSequence),
+      head_sequence: Number(res.headSequence),
+      pending_events: Number(res.pendingEvents),
+      failed_attempts: res.failedAttempts,
+      failing_since: iso(res.failingSince),
+      next_attempt_at: iso(res.nextAttemptAt),
+    };
+  } finally {
+    client.close();
+  }
+}
+
 export async function runAdmin(argv: string[], root: string): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const command = positionals[0];
@@ -242,6 +290,7 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
     return passportOperation(command as keyof typeof PASSPORT_OPERATIONS, values, root);
   if (command === "org:attest") return recordAttestation(values, root);
   if (command === "import") return importSpreadsheet(positionals[1], values, root);
+  if (command === "webhooks:backlog") return webhookBacklog(values, root);
   const db = createDb<GatewayDB>({
     url: databaseUrl(root),
     schema: GATEWAY_SCHEMA,

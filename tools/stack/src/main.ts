@@ -199,6 +199,7 @@ async function main() {
       filings_addr: stack.services.filings.address,
       // The admin CLI's `import` sends its rows to the API here.
       base_url: stack.baseUrl,
+      webhooks_addr: stack.services.webhooks.address,
       // The admin CLI signs its calls to passport with this key (internal authentication).
       admin_private_key: stack.adminKey,
     });

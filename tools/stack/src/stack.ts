@@ -84,7 +84,7 @@ export interface StackOptions {
 }
 
 /** The services the admin CLI calls directly (its platform transitions). */
-const ADMIN_CALLEES: readonly ServiceName[] = ["passport", "filings"];
+const ADMIN_CALLEES: readonly ServiceName[] = ["passport", "filings", "webhooks"];
 
 /** One Ed25519 key pair per caller: each service that calls another, and "admin" (the admin CLI). */
 export type StackKeys = Readonly<Record<string, InternalKeyPair>>;

@@ -3,6 +3,7 @@
 
 import { EVENTS as documents } from "./documents";
 import { EVENTS as imports } from "./imports";
+import { EVENTS as webhooks } from "./webhooks";
 
 /** Every service's own event types (each file's EVENTS), merged into EVENT_CATALOGUE. */
-export const SERVICE_EVENTS = { ...documents, ...imports } as const;
+export const SERVICE_EVENTS = { ...documents, ...imports, ...webhooks } as const;

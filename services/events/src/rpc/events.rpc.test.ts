@@ -22,14 +22,14 @@ const feedEvent = (sequence: number): FeedEvent => ({
 
 const eventJson = (sequence: number): FeedEventJson => ({ json: `{"id":"evt_${sequence}"}`, sequence });
 
-type Repo = Pick<EventsRepository, "list" | "listJson" | "listPage">;
+type Repo = Pick<EventsRepository, "list" | "listJson" | "listPage" | "head">;
 const never = (what: string) => async (): Promise<never> => {
   throw new Error(`${what} called`);
 };
 
 /** A repository whose list answers `page` (and listJson and listPage never: they fail the test when called). */
 const messages = (list: (tenant: unknown, q: FeedQuery) => Promise<FeedPage>) =>
-  ({ list, listJson: never("listJson"), listPage: never("listPage") }) satisfies Repo;
+  ({ list, listJson: never("listJson"), listPage: never("listPage"), head: never("head") }) satisfies Repo;
 
 const call = (ctx: CallContext["ctx"]): CallContext => ({
   ctx,
@@ -90,6 +90,7 @@ describe("listEvents", () => {
     const queries: unknown[] = [];
     const rpc = createEventsRpc({
       list: never("list"),
+      head: never("head"),
       listPage: never("listPage"),
       listJson: async (tenant, q) => {
         queries.push({ tenant, q });
@@ -108,6 +109,7 @@ describe("listEvents", () => {
     const empty = createEventsRpc({
       list: async () => ({ events: [], hasMore: false }),
       listJson: async () => ({ events: [], hasMore: false }),
+      head: never("head"),
       listPage: never("listPage"),
     });
     const again = await empty.listEvents(
@@ -124,6 +126,7 @@ describe("listEvents", () => {
     const rpc = createEventsRpc({
       list: never("list"),
       listJson: never("listJson"),
+      head: never("head"),
       listPage: async (tenant, q) => {
         queries.push({ tenant, q });
         return { json: Buffer.from(text), hasMore: true, lastSequence: 5 };
@@ -144,6 +147,7 @@ describe("listEvents", () => {
     const empty = createEventsRpc({
       list: never("list"),
       listJson: never("listJson"),
+      head: never("head"),
       listPage: async () => ({ json: Buffer.from("[]"), hasMore: false, lastSequence: null }),
     });
     const again = await empty.listEvents(

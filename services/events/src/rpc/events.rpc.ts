@@ -1,4 +1,5 @@
 /** EventsService: thin handlers; the rules live in ../domain, the queries in ../store. */
+import { ApiError } from "@dpp/contract";
 import { pageLimit, requireTenant, type CallContext } from "@dpp/kit";
 import { timestampFromDate, type eventsV1 } from "@dpp/proto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -26,8 +27,33 @@ export function toProtoEvent(e: FeedEvent): EventInit {
   };
 }
 
-export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson" | "listPage">) {
+export function createEventsRpc(repo: Pick<EventsRepository, "list" | "listJson" | "listPage" | "head">) {
   return {
+    /** The feed from a sequence, each event with its sequence and the unfiltered feed's cursor after it. */
+    async readFeed(req: eventsV1.ReadFeedRequest, call: CallContext) {
+      const tenant = requireTenant(call.ctx);
+      const limit = pageLimit(req.limit);
+      const types = normalizeTypeFilter(req.types);
+      const after = Number(req.afterSequence);
+      if (!Number.isSafeInteger(after) || after < 0)
+        throw new ApiError("invalid_request", "after_sequence must be a non-negative integer.", {
+          issues: [{ source: { parameter: "after_sequence" }, rule: "minimum" }],
+        });
+      const [page, head] = await Promise.all([
+        repo.listJson(tenant, { after, types, limit }),
+        repo.head(tenant),
+      ]);
+      return {
+        headSequence: BigInt(Math.max(head, page.events.at(-1)?.sequence ?? 0)),
+        entries: page.events.map((e) => ({
+          sequence: BigInt(e.sequence),
+          eventJson: e.json,
+          cursor: feedCursor({ types: [] }, e.sequence),
+        })),
+        hasMore: page.hasMore,
+      };
+    },
+
     async listEvents(req: eventsV1.ListEventsRequest, call: CallContext): Promise<ListEventsResult> {
       const tenant = requireTenant(call.ctx);
       // Checked by the gateway (1..MAX_LIMIT); 0 means the default.

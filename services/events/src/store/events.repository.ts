@@ -149,6 +149,17 @@ export class EventsRepository {
     });
   }
 
+  /** The tenant feed's last sequence (0 when it has none). */
+  async head(tenant: TenantContext): Promise<number> {
+    const row = await this.db
+      .selectFrom("feed_counter")
+      .select("last_sequence")
+      .where("organization_id", "=", tenant.organizationId)
+      .where("livemode", "=", tenant.livemode)
+      .executeTakeFirst();
+    return row ? Number(row.last_sequence) : 0;
+  }
+
   /**
    * Deletes up to `limit` events that entered the feed more than `days` days
    * ago; returns how many. Sequences are never reused (the counters stay), and

@@ -23,7 +23,10 @@ afterAll(async () => {
 describeTrustBoundary(eventsV1.EventsService, {
   under: () => h.service,
   tenant: () => victim,
-  calls: [{ method: "listEvents", request: () => ({ limit: 100 }) }],
+  calls: [
+    { method: "listEvents", request: () => ({ limit: 100 }) },
+    { method: "readFeed", request: () => ({ limit: 100 }) },
+  ],
 });
 
 it("a genuine token reads only its own organization's feed", async () => {

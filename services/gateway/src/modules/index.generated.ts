@@ -9,6 +9,7 @@ import { fromDeps as events } from "./events/module";
 import { fromDeps as filings } from "../../../filings/gateway/module";
 import { fromDeps as imports } from "../../../imports/gateway/module";
 import { fromDeps as documents } from "../../../documents/gateway/module";
+import { fromDeps as webhooks } from "../../../webhooks/gateway/module";
 
 export const MODULE_FACTORIES: readonly ModuleFactory[] = [
   identity,
@@ -17,4 +18,5 @@ export const MODULE_FACTORIES: readonly ModuleFactory[] = [
   filings,
   imports,
   documents,
+  webhooks,
 ];

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/events/v1/events_service.proto.
  */
 export const file_dpp_events_v1_events_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlImMKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCRIPCgdhc19qc29uGAQgASgIEg8KB2FzX3BhZ2UYBSABKAgiiAEKEkxpc3RFdmVudHNSZXNwb25zZRIkCgZldmVudHMYASADKAsyFC5kcHAuZXZlbnRzLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJEhIKCmV2ZW50X2pzb24YBCADKAkSEQoJcGFnZV9qc29uGAUgASgMMmIKDUV2ZW50c1NlcnZpY2USUQoKTGlzdEV2ZW50cxIgLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaIS5kcHAuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiJkcHAvZXZlbnRzL3YxL2V2ZW50c19zZXJ2aWNlLnByb3RvEg1kcHAuZXZlbnRzLnYxIqIBCgVFdmVudBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIQCghsaXZlbW9kZRgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZWxhdGVkX2pzb24YBiABKAlKBAgHEAhSCHNlcXVlbmNlImMKEUxpc3RFdmVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRINCgV0eXBlcxgDIAMoCRIPCgdhc19qc29uGAQgASgIEg8KB2FzX3BhZ2UYBSABKAgiiAEKEkxpc3RFdmVudHNSZXNwb25zZRIkCgZldmVudHMYASADKAsyFC5kcHAuZXZlbnRzLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhMKC25leHRfY3Vyc29yGAMgASgJEhIKCmV2ZW50X2pzb24YBCADKAkSEQoJcGFnZV9qc29uGAUgASgMIkcKD1JlYWRGZWVkUmVxdWVzdBIWCg5hZnRlcl9zZXF1ZW5jZRgBIAEoAxINCgV0eXBlcxgCIAMoCRINCgVsaW1pdBgDIAEoBSJBCglGZWVkRW50cnkSEAoIc2VxdWVuY2UYASABKAMSEgoKZXZlbnRfanNvbhgCIAEoCRIOCgZjdXJzb3IYAyABKAkiZgoQUmVhZEZlZWRSZXNwb25zZRIpCgdlbnRyaWVzGAEgAygLMhguZHBwLmV2ZW50cy52MS5GZWVkRW50cnkSEAoIaGFzX21vcmUYAiABKAgSFQoNaGVhZF9zZXF1ZW5jZRgDIAEoAzKvAQoNRXZlbnRzU2VydmljZRJRCgpMaXN0RXZlbnRzEiAuZHBwLmV2ZW50cy52MS5MaXN0RXZlbnRzUmVxdWVzdBohLmRwcC5ldmVudHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEksKCFJlYWRGZWVkEh4uZHBwLmV2ZW50cy52MS5SZWFkRmVlZFJlcXVlc3QaHy5kcHAuZXZlbnRzLnYxLlJlYWRGZWVkUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.events.v1.Event
@@ -156,6 +156,101 @@ export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PUR
   messageDesc(file_dpp_events_v1_events_service, 2);
 
 /**
+ * @generated from message dpp.events.v1.ReadFeedRequest
+ */
+export type ReadFeedRequest = Message<"dpp.events.v1.ReadFeedRequest"> & {
+  /**
+   * Read events with a greater sequence (0: from the start).
+   *
+   * @generated from field: int64 after_sequence = 1;
+   */
+  afterSequence: bigint;
+
+  /**
+   * Only these types (each `<resource>.<verb>`); empty: all.
+   *
+   * @generated from field: repeated string types = 2;
+   */
+  types: string[];
+
+  /**
+   * 1 to 100; 0 means the default (20).
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message dpp.events.v1.ReadFeedRequest.
+ * Use `create(ReadFeedRequestSchema)` to create a new message.
+ */
+export const ReadFeedRequestSchema: GenMessage<ReadFeedRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_events_v1_events_service, 3);
+
+/**
+ * @generated from message dpp.events.v1.FeedEntry
+ */
+export type FeedEntry = Message<"dpp.events.v1.FeedEntry"> & {
+  /**
+   * @generated from field: int64 sequence = 1;
+   */
+  sequence: bigint;
+
+  /**
+   * The event's public JSON object text, exactly as GET .../events answers it.
+   *
+   * @generated from field: string event_json = 2;
+   */
+  eventJson: string;
+
+  /**
+   * The cursor of the unfiltered feed (GET .../events without `type`) positioned just after this event.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message dpp.events.v1.FeedEntry.
+ * Use `create(FeedEntrySchema)` to create a new message.
+ */
+export const FeedEntrySchema: GenMessage<FeedEntry> = /*@__PURE__*/
+  messageDesc(file_dpp_events_v1_events_service, 4);
+
+/**
+ * @generated from message dpp.events.v1.ReadFeedResponse
+ */
+export type ReadFeedResponse = Message<"dpp.events.v1.ReadFeedResponse"> & {
+  /**
+   * @generated from field: repeated dpp.events.v1.FeedEntry entries = 1;
+   */
+  entries: FeedEntry[];
+
+  /**
+   * A further matching event exists now.
+   *
+   * @generated from field: bool has_more = 2;
+   */
+  hasMore: boolean;
+
+  /**
+   * The tenant feed's last sequence now (0 for an empty feed).
+   *
+   * @generated from field: int64 head_sequence = 3;
+   */
+  headSequence: bigint;
+};
+
+/**
+ * Describes the message dpp.events.v1.ReadFeedResponse.
+ * Use `create(ReadFeedResponseSchema)` to create a new message.
+ */
+export const ReadFeedResponseSchema: GenMessage<ReadFeedResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_events_v1_events_service, 5);
+
+/**
  * EventsService serves each (organization, mode) feed, oldest first.
  *
  * @generated from service dpp.events.v1.EventsService
@@ -168,6 +263,17 @@ export const EventsService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * The tenant's feed in order after a position, each event with its sequence and the feed cursor after it: how
+   * the webhooks service reads what it delivers (a caller of another service, never the gateway).
+   *
+   * @generated from rpc dpp.events.v1.EventsService.ReadFeed
+   */
+  readFeed: {
+    methodKind: "unary";
+    input: typeof ReadFeedRequestSchema;
+    output: typeof ReadFeedResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_events_v1_events_service, 0);

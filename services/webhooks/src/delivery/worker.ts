@@ -1,0 +1,155 @@
+/**
+ * The delivery workers: every replica runs one (a job without leadership), and the endpoints are shared out by
+ * leases in Postgres (store.lease: FOR UPDATE SKIP LOCKED, a lease that ends on its own if its worker dies).
+ * Each leased endpoint is delivered on its own, concurrently with the others: it reads the organization's feed
+ * (events' ReadFeed) after the sequence it has delivered up to and sends the events one at a time, in feed order,
+ * moving its position past each event the receiver accepted. A failure stops the endpoint's run and schedules its
+ * retry (backoff with jitter); 410 Gone, or failing for too long, disables it with an event. So an endpoint that
+ * is slow or down delays only itself: the next pass leases the other endpoints while its run goes on.
+ *
+ * An event is delivered at least once: a worker killed after the receiver accepted an event and before its
+ * position moved delivers it again, with the same webhook-id (the event's id), after its lease ended.
+ */
+import { randomBytes } from "node:crypto";
+import type { ClientOf, Logger } from "@dpp/kit";
+import type { eventsV1 } from "@dpp/proto";
+import { afterFailure, type RetryPolicy } from "../domain/retry";
+import { deliveryBody, signatureHeader } from "../domain/signature";
+import type { EndpointRow, NewAttempt, WebhooksStore } from "../store/store";
+import { send, type HttpOptions, type SendResult } from "./http";
+
+export type EventsClient = ClientOf<typeof eventsV1.EventsService>;
+
+export interface WorkerOptions {
+  leaseMs: number;
+  /** Endpoints one worker delivers at the same time. */
+  concurrency: number;
+  /** Events read from the feed per run of an endpoint. */
+  batch: number;
+  /** An endpoint with nothing to deliver is looked at again after this long. */
+  idleMs: number;
+  retry: RetryPolicy;
+  http: HttpOptions;
+}
+
+/** The secrets that sign now: the current one, and the previous one during a rotation's overlap. */
+export function signingSecrets(e: EndpointRow, now = new Date()): string[] {
+  return e.previous_secret && e.previous_secret_expires_at && e.previous_secret_expires_at > now
+    ? [e.secret, e.previous_secret]
+    : [e.secret];
+}
+
+/** Sends one message to the endpoint, signed with its secrets. */
+export function deliver(
+  e: EndpointRow,
+  webhookId: string,
+  body: string,
+  http: HttpOptions,
+): Promise<SendResult> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  return send(
+    new URL(e.url),
+    e.livemode,
+    {
+      "webhook-id": webhookId,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signatureHeader(signingSecrets(e), webhookId, timestamp, body),
+    },
+    body,
+    http,
+  );
+}
+
+export const tenantContext = (e: { organization_id: string; livemode: boolean }) => ({
+  requestId: `whk_${randomBytes(6).toString("hex")}`,
+  organizationId: e.organization_id,
+  livemode: e.livemode,
+});
+
+export class DeliveryWorker {
+  readonly owner = `w_${randomBytes(8).toString("hex")}`;
+  private readonly running = new Set<Promise<void>>();
+  private stopping = false;
+
+  constructor(
+    private readonly store: WebhooksStore,
+    private readonly events: EventsClient,
+    private readonly o: WorkerOptions,
+    private readonly log: Logger,
+    private readonly onCommitted: () => void,
+  ) {}
+
+  /** One pass: leases what this worker has room for and starts each endpoint's run; never waits for them. */
+  async pass(): Promise<number> {
+    if (this.stopping) return 0;
+    const leased = await this.store.lease(this.owner, this.o.leaseMs, this.o.concurrency - this.running.size);
+    for (const e of leased) {
+      const run: Promise<void> = this.run(e)
+        .catch((err: unknown) => {
+          this.log.warn({ err, endpoint: e.id }, "webhook delivery run failed");
+          return this.store.release(this.owner, e.id, this.o.idleMs).catch(() => undefined);
+        })
+        .finally(() => this.running.delete(run));
+      this.running.add(run);
+    }
+    return leased.length;
+  }
+
+  /** Stops leasing and waits for the runs under way. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.running]);
+  }
+
+  private async run(e: EndpointRow): Promise<void> {
+    const started = Date.now();
+    const feed = await this.events.readFeed(
+      { afterSequence: BigInt(e.delivered_sequence), types: e.types, limit: this.o.batch },
+      { context: tenantContext(e) },
+    );
+    for (const entry of feed.entries) {
+      // The lease must outlast the run: stop halfway through it and take the endpoint again.
+      if (this.stopping || Date.now() - started > this.o.leaseMs / 2) {
+        await this.store.release(this.owner, e.id, 0);
+        return;
+      }
+      const event = JSON.parse(entry.eventJson) as { id: string; type: string };
+      const sequence = Number(entry.sequence);
+      const res = await deliver(e, event.id, deliveryBody(entry.eventJson, entry.cursor), this.o.http);
+      const attempt: NewAttempt = {
+        endpoint_id: e.id,
+        organization_id: e.organization_id,
+        livemode: e.livemode,
+        webhook_id: event.id,
+        event_id: event.id,
+        event_type: event.type,
+        sequence,
+        next_cursor: entry.cursor,
+        kind: "delivery",
+        status: res.ok ? "succeeded" : "failed",
+        response_status: res.status ?? null,
+        error: res.error ?? null,
+        latency_ms: res.latencyMs,
+        next_retry_at: null,
+      };
+      if (res.ok) {
+        if (!(await this.store.delivered(this.owner, e.id, sequence, attempt))) return;
+        continue;
+      }
+      const outcome = afterFailure(this.o.retry, {
+        status: res.status,
+        failingSince: e.failing_since,
+        failures: e.failed_attempts + 1,
+        now: new Date(),
+      });
+      if ("retryAt" in outcome) attempt.next_retry_at = outcome.retryAt;
+      const disabled = await this.store.failed(this.owner, e.id, attempt, outcome);
+      if (disabled) {
+        this.onCommitted();
+        this.log.info({ endpoint: e.id, reason: disabled.disabled_reason }, "webhook endpoint disabled");
+      }
+      return;
+    }
+    await this.store.release(this.owner, e.id, feed.hasMore ? 0 : this.o.idleMs);
+  }
+}

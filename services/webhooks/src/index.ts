@@ -1,0 +1,2 @@
+export { webhooksService } from "./service";
+export { webhooksEnv } from "./config";
