@@ -35,6 +35,7 @@ export {
   type ImportRowsOptions,
   type ListImportsParams,
 } from "./imports";
+export {
   verifyWebhook,
   WebhookEndpoints,
   WebhookVerificationError,
