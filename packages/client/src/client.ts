@@ -19,6 +19,7 @@ import {
 import type { ListIterator } from "./pagination";
 import { DppProtocolError } from "./errors";
 import { AffichageFilings, PublishApprovals } from "./filings";
+import { Proposals } from "./proposals";
 import {
   isCategory,
   type Capability,
@@ -217,6 +218,7 @@ export class OrganizationClient {
   readonly events: Events;
   readonly affichage: AffichageFilings;
   readonly publishApprovals: PublishApprovals;
+  readonly proposals: Proposals;
 
   constructor(
     private readonly core: Core,
@@ -226,6 +228,7 @@ export class OrganizationClient {
     this.events = new Events(core, id);
     this.affichage = new AffichageFilings(core, id);
     this.publishApprovals = new PublishApprovals(core, id);
+    this.proposals = new Proposals(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

@@ -11,6 +11,7 @@ export {
   type AffichageFiling,
   type PublishApproval,
 } from "./filings";
+export { Proposals, type PassportProposal, type ProposalFields } from "./proposals";
 export {
   SDK_VERSION,
   type ConditionalOptions,

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dpp/passport/v1/passport_service.proto.
  */
 export const file_dpp_passport_v1_passport_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIogECghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSLwoGc3RhdHVzGAQgASgOMh8uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0U3RhdHVzEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcHVibGlzaGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp0cmFzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZCJ9ChVDcmVhdGVQYXNzcG9ydFJlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSGAoLZXh0ZXJuYWxfaWQYAiABKAlIAIgBARIRCglkYXRhX2pzb24YAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCEIOCgxfZXh0ZXJuYWxfaWQiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCLCAQoUTGlzdFBhc3Nwb3J0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEi8KBnN0YXR1cxgDIAEoDjIfLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydFN0YXR1cxIQCghjYXRlZ29yeRgEIAEoCRIxCg11cGRhdGVkX3NpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg12YWxpZGF0ZV9vbmx5GAYgASgIImwKFUxpc3RQYXNzcG9ydHNSZXNwb25zZRIsCglwYXNzcG9ydHMYASADKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkiawoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiSgoHV2FybmluZxIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHZG9jX3VybBgDIAEoCRIPCgdwb2ludGVyGAQgASgJIqABChZQdWJsaXNoUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAIgASgJSACIAQESHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgBiAEBQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEITChFfZXhwZWN0ZWRfdmVyc2lvbiKkAQoXUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USNwoJcHVibGlzaGVkGAEgASgLMiIuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0UHVibGlzaGVkSAASRQoRYXBwcm92YWxfcmVxdWlyZWQYAiABKAsyKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaEFwcHJvdmFsUmVxdWlyZWRIAEIJCgdvdXRjb21lImwKEVBhc3Nwb3J0UHVibGlzaGVkEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0EioKCHdhcm5pbmdzGAIgAygLMhguZHBwLnBhc3Nwb3J0LnYxLldhcm5pbmciVwoXUHVibGlzaEFwcHJvdmFsUmVxdWlyZWQSEwoLcGFzc3BvcnRfaWQYASABKAkSEwoLYXBwcm92YWxfaWQYAiABKAkSEgoKcmV2aWV3X3VybBgDIAEoCSJaChhVbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiVgoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkQKFVRyYXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJYChZSZXN0b3JlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJGChdSZXN0b3JlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlEZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpEZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlSZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpSZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJVChNMb2NrUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJDChRMb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJXChVVbmxvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQieAoPVmFsaWRhdGlvbklzc3VlEg8KB3BvaW50ZXIYASABKAkSDAoEcnVsZRgCIAEoCRI1CghzZXZlcml0eRgDIAEoDjIjLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uU2V2ZXJpdHkSDwoHbWVzc2FnZRgEIAEoCSLdAgoKVmFsaWRhdGlvbhIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEwoLcGFzc3BvcnRfaWQYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSGwoOc2NoZW1hX3ZlcnNpb24YBSABKAlIAIgBARIPCgdkcnlfcnVuGAYgASgIEg0KBXZhbGlkGAcgASgIEhMKC3B1Ymxpc2hhYmxlGAggASgIEhMKC2Vycm9yX2NvdW50GAkgASgFEhUKDXdhcm5pbmdfY291bnQYCiABKAUSLgoKY2hlY2tlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iNgoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSDwoHZHJ5X3J1bhgCIAEoCCJLChhWYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USLwoKdmFsaWRhdGlvbhgBIAEoCzIbLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uIswBCg5HczFEaWdpdGFsTGluaxIQCgN1cmkYASABKAlIAIgBARITCgZndGluMTQYAiABKAlIAYgBARITCgZzZXJpYWwYAyABKAlIAogBARIYCgtsaW5rc2V0X3VybBgEIAEoCUgDiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgFIAEoCUgEiAEBQgYKBF91cmlCCQoHX2d0aW4xNEIJCgdfc2VyaWFsQg4KDF9saW5rc2V0X3VybEIVChNfdW5hdmFpbGFibGVfcmVhc29uIqYDCg1QYXNzcG9ydExpbmtzEgoKAmlkGAEgASgJEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoCRIvCgZzdGF0dXMYAyABKA4yHy5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRTdGF0dXMSEAoIbGl2ZW1vZGUYBCABKAgSEQoEZ3RpbhgFIAEoCUgAiAEBEhoKDXNlcmlhbF9udW1iZXIYBiABKAlIAYgBARISCgpwdWJsaWNfdXJsGAcgASgJEhEKCXFyX3RhcmdldBgIIAEoCRI5ChBnczFfZGlnaXRhbF9saW5rGAkgASgLMh8uZHBwLnBhc3Nwb3J0LnYxLkdzMURpZ2l0YWxMaW5rEhkKEXJlc29sdmVzX3B1YmxpY2x5GAogASgIEiIKFW5vdF9yZXNvbHZhYmxlX3JlYXNvbhgLIAEoCUgCiAEBEhgKC3ByZXZpZXdfdXJsGAwgASgJSAOIAQFCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCGAoWX25vdF9yZXNvbHZhYmxlX3JlYXNvbkIOCgxfcHJldmlld191cmwiJQoXR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QSCgoCaWQYASABKAkiSQoYR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlEi0KBWxpbmtzGAEgASgLMh4uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0TGlua3MiQwoMTmV3R3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkibgoJR3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkSLAoEcm9sZRgEIAEoDjIeLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW1Sb2xlIkIKEUNsYWltR3RpbnNSZXF1ZXN0Ei0KBmNsYWltcxgBIAMoCzIdLmRwcC5wYXNzcG9ydC52MS5OZXdHdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQQoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAVKBAgCEANSDnBhc3Nwb3J0X2NvdW50Is4CCg9QdWJsaXNoQXBwcm92YWwSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEhMKC3Bhc3Nwb3J0X2lkGAQgASgJEhgKEHBhc3Nwb3J0X3ZlcnNpb24YBSABKAUSDQoFc3RhdGUYBiABKAkSIAoTcmVxdWVzdGVkX2J5X2tleV9pZBgHIAEoCUgAiAEBEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAggASgJSAGIAQESMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXZpZXdfdXJsGAogASgJQhYKFF9yZXF1ZXN0ZWRfYnlfa2V5X2lkQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludCInChlHZXRQdWJsaXNoQXBwcm92YWxSZXF1ZXN0EgoKAmlkGAEgASgJIlAKGkdldFB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hBcHByb3ZhbCrHAQoOUGFzc3BvcnRTdGF0dXMSHwobUEFTU1BPUlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUEFTU1BPUlRfU1RBVFVTX0RSQUZUEAESHQoZUEFTU1BPUlRfU1RBVFVTX1BVQkxJU0hFRBACEh8KG1BBU1NQT1JUX1NUQVRVU19ERUFDVElWQVRFRBADEhsKF1BBU1NQT1JUX1NUQVRVU19UUkFTSEVEEAQSHAoYUEFTU1BPUlRfU1RBVFVTX1JFQURPTkxZEAUqeQoSVmFsaWRhdGlvblNldmVyaXR5EiMKH1ZBTElEQVRJT05fU0VWRVJJVFlfVU5TUEVDSUZJRUQQABIdChlWQUxJREFUSU9OX1NFVkVSSVRZX0VSUk9SEAESHwobVkFMSURBVElPTl9TRVZFUklUWV9XQVJOSU5HEAIqZwoNR3RpbkNsYWltUm9sZRIfChtHVElOX0NMQUlNX1JPTEVfVU5TUEVDSUZJRUQQABIYChRHVElOX0NMQUlNX1JPTEVfTEVBRBABEhsKF0dUSU5fQ0xBSU1fUk9MRV9WQVJJQU5UEAIy3A8KD1Bhc3Nwb3J0U2VydmljZRJhCg5MaXN0Q2F0ZWdvcmllcxImLmRwcC5wYXNzcG9ydC52MS5MaXN0Q2F0ZWdvcmllc1JlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXNwb25zZRJqChFHZXRDYXRlZ29yeVNjaGVtYRIpLmRwcC5wYXNzcG9ydC52MS5HZXRDYXRlZ29yeVNjaGVtYVJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXNwb25zZRJhCg5DcmVhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5DcmVhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRJYCgtHZXRQYXNzcG9ydBIjLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydFJlcXVlc3QaJC5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXNwb25zZRJeCg1MaXN0UGFzc3BvcnRzEiUuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLkxpc3RQYXNzcG9ydHNSZXNwb25zZRJhCg5VcGRhdGVQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VcGRhdGVQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXNwb25zZRJkCg9QdWJsaXNoUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJqChFVbnB1Ymxpc2hQYXNzcG9ydBIpLmRwcC5wYXNzcG9ydC52MS5VbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKi5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXNwb25zZRJeCg1UcmFzaFBhc3Nwb3J0EiUuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXF1ZXN0GiYuZHBwLnBhc3Nwb3J0LnYxLlRyYXNoUGFzc3BvcnRSZXNwb25zZRJkCg9SZXN0b3JlUGFzc3BvcnQSJy5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVxdWVzdBooLmRwcC5wYXNzcG9ydC52MS5SZXN0b3JlUGFzc3BvcnRSZXNwb25zZRJtChJEZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5EZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJtChJSZWFjdGl2YXRlUGFzc3BvcnQSKi5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5SZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRJbCgxMb2NrUGFzc3BvcnQSJC5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5Mb2NrUGFzc3BvcnRSZXNwb25zZRJhCg5VbmxvY2tQYXNzcG9ydBImLmRwcC5wYXNzcG9ydC52MS5VbmxvY2tQYXNzcG9ydFJlcXVlc3QaJy5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXNwb25zZRJnChBWYWxpZGF0ZVBhc3Nwb3J0EiguZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRlUGFzc3BvcnRSZXNwb25zZRJnChBHZXRQYXNzcG9ydExpbmtzEiguZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXF1ZXN0GikuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0TGlua3NSZXNwb25zZRJVCgpDbGFpbUd0aW5zEiIuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXF1ZXN0GiMuZHBwLnBhc3Nwb3J0LnYxLkNsYWltR3RpbnNSZXNwb25zZRJbCgxSZWxlYXNlR3RpbnMSJC5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVxdWVzdBolLmRwcC5wYXNzcG9ydC52MS5SZWxlYXNlR3RpbnNSZXNwb25zZRJPCghHZXRVc2FnZRIgLmRwcC5wYXNzcG9ydC52MS5HZXRVc2FnZVJlcXVlc3QaIS5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXNwb25zZRJtChJHZXRQdWJsaXNoQXBwcm92YWwSKi5kcHAucGFzc3BvcnQudjEuR2V0UHVibGlzaEFwcHJvdmFsUmVxdWVzdBorLmRwcC5wYXNzcG9ydC52MS5HZXRQdWJsaXNoQXBwcm92YWxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZkcHAvcGFzc3BvcnQvdjEvcGFzc3BvcnRfc2VydmljZS5wcm90bxIPZHBwLnBhc3Nwb3J0LnYxIm4KCENhdGVnb3J5EgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCg5zY2hlbWFfdmVyc2lvbhgEIAEoCRITCgtyZWd1bGF0aW9ucxgFIAMoCSIXChVMaXN0Q2F0ZWdvcmllc1JlcXVlc3QiRwoWTGlzdENhdGVnb3JpZXNSZXNwb25zZRItCgpjYXRlZ29yaWVzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5IiwKGEdldENhdGVnb3J5U2NoZW1hUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCSJdChlHZXRDYXRlZ29yeVNjaGVtYVJlc3BvbnNlEisKCGNhdGVnb3J5GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLkNhdGVnb3J5EhMKC3NjaGVtYV9qc29uGAIgASgJIogECghQYXNzcG9ydBIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSLwoGc3RhdHVzGAQgASgOMh8uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0U3RhdHVzEhEKBGd0aW4YBSABKAlIAIgBARIaCg1zZXJpYWxfbnVtYmVyGAYgASgJSAGIAQESGAoLZXh0ZXJuYWxfaWQYByABKAlIAogBARIPCgd2ZXJzaW9uGAggASgFEhAKCGxpdmVtb2RlGAkgASgIEhgKC3JlZ2lzdHJ5X2lkGAogASgJSAOIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcHVibGlzaGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp0cmFzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YDyABKAlCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCDgoMX2V4dGVybmFsX2lkQg4KDF9yZWdpc3RyeV9pZCJ9ChVDcmVhdGVQYXNzcG9ydFJlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSGAoLZXh0ZXJuYWxfaWQYAiABKAlIAIgBARIRCglkYXRhX2pzb24YAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCEIOCgxfZXh0ZXJuYWxfaWQiRQoWQ3JlYXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCIgChJHZXRQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkiQgoTR2V0UGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCLCAQoUTGlzdFBhc3Nwb3J0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEi8KBnN0YXR1cxgDIAEoDjIfLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydFN0YXR1cxIQCghjYXRlZ29yeRgEIAEoCRIxCg11cGRhdGVkX3NpbmNlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg12YWxpZGF0ZV9vbmx5GAYgASgIImwKFUxpc3RQYXNzcG9ydHNSZXNwb25zZRIsCglwYXNzcG9ydHMYASADKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQSEAoIaGFzX21vcmUYAiABKAgSEwoLbmV4dF9jdXJzb3IYAyABKAkiawoVVXBkYXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEhIKCnBhdGNoX2pzb24YAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiSgoHV2FybmluZxIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHZG9jX3VybBgDIAEoCRIPCgdwb2ludGVyGAQgASgJIqABChZQdWJsaXNoUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAIgASgJSACIAQESHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBUgBiAEBQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEITChFfZXhwZWN0ZWRfdmVyc2lvbiKkAQoXUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USNwoJcHVibGlzaGVkGAEgASgLMiIuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0UHVibGlzaGVkSAASRQoRYXBwcm92YWxfcmVxdWlyZWQYAiABKAsyKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaEFwcHJvdmFsUmVxdWlyZWRIAEIJCgdvdXRjb21lImwKEVBhc3Nwb3J0UHVibGlzaGVkEisKCHBhc3Nwb3J0GAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0EioKCHdhcm5pbmdzGAIgAygLMhguZHBwLnBhc3Nwb3J0LnYxLldhcm5pbmciVwoXUHVibGlzaEFwcHJvdmFsUmVxdWlyZWQSEwoLcGFzc3BvcnRfaWQYASABKAkSEwoLYXBwcm92YWxfaWQYAiABKAkSEgoKcmV2aWV3X3VybBgDIAEoCSJaChhVbnB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkgKGVVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQiVgoUVHJhc2hQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkQKFVRyYXNoUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJYChZSZXN0b3JlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJGChdSZXN0b3JlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlEZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpEZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJbChlSZWFjdGl2YXRlUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJJChpSZWFjdGl2YXRlUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJVChNMb2NrUGFzc3BvcnRSZXF1ZXN0EgoKAmlkGAEgASgJEh0KEGV4cGVjdGVkX3ZlcnNpb24YAiABKAVIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJDChRMb2NrUGFzc3BvcnRSZXNwb25zZRIrCghwYXNzcG9ydBgBIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydCJXChVVbmxvY2tQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoBUgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIkUKFlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USKwoIcGFzc3BvcnQYASABKAsyGS5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnQieAoPVmFsaWRhdGlvbklzc3VlEg8KB3BvaW50ZXIYASABKAkSDAoEcnVsZRgCIAEoCRI1CghzZXZlcml0eRgDIAEoDjIjLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uU2V2ZXJpdHkSDwoHbWVzc2FnZRgEIAEoCSLdAgoKVmFsaWRhdGlvbhIKCgJpZBgBIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAiABKAkSEwoLcGFzc3BvcnRfaWQYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSGwoOc2NoZW1hX3ZlcnNpb24YBSABKAlIAIgBARIPCgdkcnlfcnVuGAYgASgIEg0KBXZhbGlkGAcgASgIEhMKC3B1Ymxpc2hhYmxlGAggASgIEhMKC2Vycm9yX2NvdW50GAkgASgFEhUKDXdhcm5pbmdfY291bnQYCiABKAUSLgoKY2hlY2tlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGaXNzdWVzGAwgAygLMiAuZHBwLnBhc3Nwb3J0LnYxLlZhbGlkYXRpb25Jc3N1ZRIQCghsaXZlbW9kZRgNIAEoCEIRCg9fc2NoZW1hX3ZlcnNpb24iNgoXVmFsaWRhdGVQYXNzcG9ydFJlcXVlc3QSCgoCaWQYASABKAkSDwoHZHJ5X3J1bhgCIAEoCCJLChhWYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USLwoKdmFsaWRhdGlvbhgBIAEoCzIbLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0aW9uIswBCg5HczFEaWdpdGFsTGluaxIQCgN1cmkYASABKAlIAIgBARITCgZndGluMTQYAiABKAlIAYgBARITCgZzZXJpYWwYAyABKAlIAogBARIYCgtsaW5rc2V0X3VybBgEIAEoCUgDiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgFIAEoCUgEiAEBQgYKBF91cmlCCQoHX2d0aW4xNEIJCgdfc2VyaWFsQg4KDF9saW5rc2V0X3VybEIVChNfdW5hdmFpbGFibGVfcmVhc29uIqYDCg1QYXNzcG9ydExpbmtzEgoKAmlkGAEgASgJEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoCRIvCgZzdGF0dXMYAyABKA4yHy5kcHAucGFzc3BvcnQudjEuUGFzc3BvcnRTdGF0dXMSEAoIbGl2ZW1vZGUYBCABKAgSEQoEZ3RpbhgFIAEoCUgAiAEBEhoKDXNlcmlhbF9udW1iZXIYBiABKAlIAYgBARISCgpwdWJsaWNfdXJsGAcgASgJEhEKCXFyX3RhcmdldBgIIAEoCRI5ChBnczFfZGlnaXRhbF9saW5rGAkgASgLMh8uZHBwLnBhc3Nwb3J0LnYxLkdzMURpZ2l0YWxMaW5rEhkKEXJlc29sdmVzX3B1YmxpY2x5GAogASgIEiIKFW5vdF9yZXNvbHZhYmxlX3JlYXNvbhgLIAEoCUgCiAEBEhgKC3ByZXZpZXdfdXJsGAwgASgJSAOIAQFCBwoFX2d0aW5CEAoOX3NlcmlhbF9udW1iZXJCGAoWX25vdF9yZXNvbHZhYmxlX3JlYXNvbkIOCgxfcHJldmlld191cmwiJQoXR2V0UGFzc3BvcnRMaW5rc1JlcXVlc3QSCgoCaWQYASABKAkiSQoYR2V0UGFzc3BvcnRMaW5rc1Jlc3BvbnNlEi0KBWxpbmtzGAEgASgLMh4uZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0TGlua3MiQwoMTmV3R3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkibgoJR3RpbkNsYWltEgwKBGd0aW4YASABKAkSEwoLcGFzc3BvcnRfaWQYAiABKAkSEAoIb3duZXJfaWQYAyABKAkSLAoEcm9sZRgEIAEoDjIeLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW1Sb2xlIkIKEUNsYWltR3RpbnNSZXF1ZXN0Ei0KBmNsYWltcxgBIAMoCzIdLmRwcC5wYXNzcG9ydC52MS5OZXdHdGluQ2xhaW0iQAoSQ2xhaW1HdGluc1Jlc3BvbnNlEioKBmNsYWltcxgBIAMoCzIaLmRwcC5wYXNzcG9ydC52MS5HdGluQ2xhaW0iLQoLR3RpblJlbGVhc2USDAoEZ3RpbhgBIAEoCRIQCghvd25lcl9pZBgCIAEoCSJFChNSZWxlYXNlR3RpbnNSZXF1ZXN0Ei4KCHJlbGVhc2VzGAEgAygLMhwuZHBwLnBhc3Nwb3J0LnYxLkd0aW5SZWxlYXNlIjgKFFJlbGVhc2VHdGluc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgAygJEg4KBmFic2VudBgCIAMoCSIRCg9HZXRVc2FnZVJlcXVlc3QiQQoQR2V0VXNhZ2VSZXNwb25zZRIXCg9wdWJsaXNoZWRfY291bnQYASABKAVKBAgCEANSDnBhc3Nwb3J0X2NvdW50IroDCg9QdWJsaXNoQXBwcm92YWwSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEhMKC3Bhc3Nwb3J0X2lkGAQgASgJEhgKEHBhc3Nwb3J0X3ZlcnNpb24YBSABKAUSDQoFc3RhdGUYBiABKAkSIAoTcmVxdWVzdGVkX2J5X2tleV9pZBgHIAEoCUgAiAEBEicKGnZhcmlhbnRfcmV2aWV3X2ZpbmdlcnByaW50GAggASgJSAGIAQESMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXZpZXdfdXJsGAogASgJEjMKCmRlY2lkZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAKIAQESFwoKZGVjaWRlZF9ieRgMIAEoCUgDiAEBQhYKFF9yZXF1ZXN0ZWRfYnlfa2V5X2lkQh0KG192YXJpYW50X3Jldmlld19maW5nZXJwcmludEINCgtfZGVjaWRlZF9hdEINCgtfZGVjaWRlZF9ieSInChlHZXRQdWJsaXNoQXBwcm92YWxSZXF1ZXN0EgoKAmlkGAEgASgJIlAKGkdldFB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hBcHByb3ZhbCKlAwoIUHJvcG9zYWwSCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEhAKCGxpdmVtb2RlGAMgASgIEhMKC3Bhc3Nwb3J0X2lkGAQgASgJEg0KBXN0YXRlGAUgASgJEg0KBW1vdmVkGAYgAygJEhMKC2ZpZWxkc19qc29uGAcgASgJEhIKCnJldmlld191cmwYCCABKAkSMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgpkZWNpZGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEhcKCmRlY2lkZWRfYnkYDCABKAlIAYgBARIgChNyZXF1ZXN0ZWRfYnlfa2V5X2lkGA0gASgJSAKIAQFCDQoLX2RlY2lkZWRfYXRCDQoLX2RlY2lkZWRfYnlCFgoUX3JlcXVlc3RlZF9ieV9rZXlfaWQiQQoVQ3JlYXRlUHJvcG9zYWxSZXF1ZXN0EhMKC3Bhc3Nwb3J0X2lkGAEgASgJEhMKC2ZpZWxkc19qc29uGAIgASgJIiAKEkdldFByb3Bvc2FsUmVxdWVzdBIKCgJpZBgBIAEoCSIlChdXaXRoZHJhd1Byb3Bvc2FsUmVxdWVzdBIKCgJpZBgBIAEoCSI/ChBQcm9wb3NhbFJlc3BvbnNlEisKCHByb3Bvc2FsGAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlByb3Bvc2FsIkcKFURlY2lkZVByb3Bvc2FsUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZhY2NlcHQYAiABKAgSEgoKZGVjaWRlZF9ieRgDIAEoCSJyChZEZWNpZGVQcm9wb3NhbFJlc3BvbnNlEisKCHByb3Bvc2FsGAEgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlByb3Bvc2FsEisKCHBhc3Nwb3J0GAIgASgLMhkuZHBwLnBhc3Nwb3J0LnYxLlBhc3Nwb3J0IoMBChxEZWNpZGVQdWJsaXNoQXBwcm92YWxSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSEgoKZGVjaWRlZF9ieRgDIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAQgASgFSACIAQFCEwoRX2V4cGVjdGVkX3ZlcnNpb24irAEKHURlY2lkZVB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hBcHByb3ZhbBIrCghwYXNzcG9ydBgCIAEoCzIZLmRwcC5wYXNzcG9ydC52MS5QYXNzcG9ydBIqCgh3YXJuaW5ncxgDIAMoCzIYLmRwcC5wYXNzcG9ydC52MS5XYXJuaW5nIhgKFkxpc3RSZXZpZXdJdGVtc1JlcXVlc3QifAoXTGlzdFJldmlld0l0ZW1zUmVzcG9uc2USLAoJcHJvcG9zYWxzGAEgAygLMhkuZHBwLnBhc3Nwb3J0LnYxLlByb3Bvc2FsEjMKCWFwcHJvdmFscxgCIAMoCzIgLmRwcC5wYXNzcG9ydC52MS5QdWJsaXNoQXBwcm92YWwqxwEKDlBhc3Nwb3J0U3RhdHVzEh8KG1BBU1NQT1JUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVBBU1NQT1JUX1NUQVRVU19EUkFGVBABEh0KGVBBU1NQT1JUX1NUQVRVU19QVUJMSVNIRUQQAhIfChtQQVNTUE9SVF9TVEFUVVNfREVBQ1RJVkFURUQQAxIbChdQQVNTUE9SVF9TVEFUVVNfVFJBU0hFRBAEEhwKGFBBU1NQT1JUX1NUQVRVU19SRUFET05MWRAFKnkKElZhbGlkYXRpb25TZXZlcml0eRIjCh9WQUxJREFUSU9OX1NFVkVSSVRZX1VOU1BFQ0lGSUVEEAASHQoZVkFMSURBVElPTl9TRVZFUklUWV9FUlJPUhABEh8KG1ZBTElEQVRJT05fU0VWRVJJVFlfV0FSTklORxACKmcKDUd0aW5DbGFpbVJvbGUSHwobR1RJTl9DTEFJTV9ST0xFX1VOU1BFQ0lGSUVEEAASGAoUR1RJTl9DTEFJTV9ST0xFX0xFQUQQARIbChdHVElOX0NMQUlNX1JPTEVfVkFSSUFOVBACMrIUCg9QYXNzcG9ydFNlcnZpY2USYQoOTGlzdENhdGVnb3JpZXMSJi5kcHAucGFzc3BvcnQudjEuTGlzdENhdGVnb3JpZXNSZXF1ZXN0GicuZHBwLnBhc3Nwb3J0LnYxLkxpc3RDYXRlZ29yaWVzUmVzcG9uc2USagoRR2V0Q2F0ZWdvcnlTY2hlbWESKS5kcHAucGFzc3BvcnQudjEuR2V0Q2F0ZWdvcnlTY2hlbWFSZXF1ZXN0GiouZHBwLnBhc3Nwb3J0LnYxLkdldENhdGVnb3J5U2NoZW1hUmVzcG9uc2USYQoOQ3JlYXRlUGFzc3BvcnQSJi5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUGFzc3BvcnRSZXF1ZXN0GicuZHBwLnBhc3Nwb3J0LnYxLkNyZWF0ZVBhc3Nwb3J0UmVzcG9uc2USWAoLR2V0UGFzc3BvcnQSIy5kcHAucGFzc3BvcnQudjEuR2V0UGFzc3BvcnRSZXF1ZXN0GiQuZHBwLnBhc3Nwb3J0LnYxLkdldFBhc3Nwb3J0UmVzcG9uc2USXgoNTGlzdFBhc3Nwb3J0cxIlLmRwcC5wYXNzcG9ydC52MS5MaXN0UGFzc3BvcnRzUmVxdWVzdBomLmRwcC5wYXNzcG9ydC52MS5MaXN0UGFzc3BvcnRzUmVzcG9uc2USYQoOVXBkYXRlUGFzc3BvcnQSJi5kcHAucGFzc3BvcnQudjEuVXBkYXRlUGFzc3BvcnRSZXF1ZXN0GicuZHBwLnBhc3Nwb3J0LnYxLlVwZGF0ZVBhc3Nwb3J0UmVzcG9uc2USZAoPUHVibGlzaFBhc3Nwb3J0EicuZHBwLnBhc3Nwb3J0LnYxLlB1Ymxpc2hQYXNzcG9ydFJlcXVlc3QaKC5kcHAucGFzc3BvcnQudjEuUHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USagoRVW5wdWJsaXNoUGFzc3BvcnQSKS5kcHAucGFzc3BvcnQudjEuVW5wdWJsaXNoUGFzc3BvcnRSZXF1ZXN0GiouZHBwLnBhc3Nwb3J0LnYxLlVucHVibGlzaFBhc3Nwb3J0UmVzcG9uc2USXgoNVHJhc2hQYXNzcG9ydBIlLmRwcC5wYXNzcG9ydC52MS5UcmFzaFBhc3Nwb3J0UmVxdWVzdBomLmRwcC5wYXNzcG9ydC52MS5UcmFzaFBhc3Nwb3J0UmVzcG9uc2USZAoPUmVzdG9yZVBhc3Nwb3J0EicuZHBwLnBhc3Nwb3J0LnYxLlJlc3RvcmVQYXNzcG9ydFJlcXVlc3QaKC5kcHAucGFzc3BvcnQudjEuUmVzdG9yZVBhc3Nwb3J0UmVzcG9uc2USbQoSRGVhY3RpdmF0ZVBhc3Nwb3J0EiouZHBwLnBhc3Nwb3J0LnYxLkRlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QaKy5kcHAucGFzc3BvcnQudjEuRGVhY3RpdmF0ZVBhc3Nwb3J0UmVzcG9uc2USbQoSUmVhY3RpdmF0ZVBhc3Nwb3J0EiouZHBwLnBhc3Nwb3J0LnYxLlJlYWN0aXZhdGVQYXNzcG9ydFJlcXVlc3QaKy5kcHAucGFzc3BvcnQudjEuUmVhY3RpdmF0ZVBhc3Nwb3J0UmVzcG9uc2USWwoMTG9ja1Bhc3Nwb3J0EiQuZHBwLnBhc3Nwb3J0LnYxLkxvY2tQYXNzcG9ydFJlcXVlc3QaJS5kcHAucGFzc3BvcnQudjEuTG9ja1Bhc3Nwb3J0UmVzcG9uc2USYQoOVW5sb2NrUGFzc3BvcnQSJi5kcHAucGFzc3BvcnQudjEuVW5sb2NrUGFzc3BvcnRSZXF1ZXN0GicuZHBwLnBhc3Nwb3J0LnYxLlVubG9ja1Bhc3Nwb3J0UmVzcG9uc2USZwoQVmFsaWRhdGVQYXNzcG9ydBIoLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0ZVBhc3Nwb3J0UmVxdWVzdBopLmRwcC5wYXNzcG9ydC52MS5WYWxpZGF0ZVBhc3Nwb3J0UmVzcG9uc2USZwoQR2V0UGFzc3BvcnRMaW5rcxIoLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydExpbmtzUmVxdWVzdBopLmRwcC5wYXNzcG9ydC52MS5HZXRQYXNzcG9ydExpbmtzUmVzcG9uc2USVQoKQ2xhaW1HdGlucxIiLmRwcC5wYXNzcG9ydC52MS5DbGFpbUd0aW5zUmVxdWVzdBojLmRwcC5wYXNzcG9ydC52MS5DbGFpbUd0aW5zUmVzcG9uc2USWwoMUmVsZWFzZUd0aW5zEiQuZHBwLnBhc3Nwb3J0LnYxLlJlbGVhc2VHdGluc1JlcXVlc3QaJS5kcHAucGFzc3BvcnQudjEuUmVsZWFzZUd0aW5zUmVzcG9uc2USTwoIR2V0VXNhZ2USIC5kcHAucGFzc3BvcnQudjEuR2V0VXNhZ2VSZXF1ZXN0GiEuZHBwLnBhc3Nwb3J0LnYxLkdldFVzYWdlUmVzcG9uc2USbQoSR2V0UHVibGlzaEFwcHJvdmFsEiouZHBwLnBhc3Nwb3J0LnYxLkdldFB1Ymxpc2hBcHByb3ZhbFJlcXVlc3QaKy5kcHAucGFzc3BvcnQudjEuR2V0UHVibGlzaEFwcHJvdmFsUmVzcG9uc2USWwoOQ3JlYXRlUHJvcG9zYWwSJi5kcHAucGFzc3BvcnQudjEuQ3JlYXRlUHJvcG9zYWxSZXF1ZXN0GiEuZHBwLnBhc3Nwb3J0LnYxLlByb3Bvc2FsUmVzcG9uc2USVQoLR2V0UHJvcG9zYWwSIy5kcHAucGFzc3BvcnQudjEuR2V0UHJvcG9zYWxSZXF1ZXN0GiEuZHBwLnBhc3Nwb3J0LnYxLlByb3Bvc2FsUmVzcG9uc2USXwoQV2l0aGRyYXdQcm9wb3NhbBIoLmRwcC5wYXNzcG9ydC52MS5XaXRoZHJhd1Byb3Bvc2FsUmVxdWVzdBohLmRwcC5wYXNzcG9ydC52MS5Qcm9wb3NhbFJlc3BvbnNlEmEKDkRlY2lkZVByb3Bvc2FsEiYuZHBwLnBhc3Nwb3J0LnYxLkRlY2lkZVByb3Bvc2FsUmVxdWVzdBonLmRwcC5wYXNzcG9ydC52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlEnYKFURlY2lkZVB1Ymxpc2hBcHByb3ZhbBItLmRwcC5wYXNzcG9ydC52MS5EZWNpZGVQdWJsaXNoQXBwcm92YWxSZXF1ZXN0Gi4uZHBwLnBhc3Nwb3J0LnYxLkRlY2lkZVB1Ymxpc2hBcHByb3ZhbFJlc3BvbnNlEmQKD0xpc3RSZXZpZXdJdGVtcxInLmRwcC5wYXNzcG9ydC52MS5MaXN0UmV2aWV3SXRlbXNSZXF1ZXN0GiguZHBwLnBhc3Nwb3J0LnYxLkxpc3RSZXZpZXdJdGVtc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message dpp.passport.v1.Category
@@ -1437,6 +1437,18 @@ export type PublishApproval = Message<"dpp.passport.v1.PublishApproval"> & {
    * @generated from field: string review_url = 10;
    */
   reviewUrl: string;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp decided_at = 11;
+   */
+  decidedAt?: Timestamp | undefined;
+
+  /**
+   * Who decided: person:<id> of the review page.
+   *
+   * @generated from field: optional string decided_by = 12;
+   */
+  decidedBy?: string | undefined;
 };
 
 /**
@@ -1479,6 +1491,310 @@ export type GetPublishApprovalResponse = Message<"dpp.passport.v1.GetPublishAppr
  */
 export const GetPublishApprovalResponseSchema: GenMessage<GetPublishApprovalResponse> = /*@__PURE__*/
   messageDesc(file_dpp_passport_v1_passport_service, 52);
+
+/**
+ * A change proposal. state: pending, withdrawn, out_of_date, expired, accepted, rejected (out_of_date and
+ * expired are seen on read).
+ *
+ * @generated from message dpp.passport.v1.Proposal
+ */
+export type Proposal = Message<"dpp.passport.v1.Proposal"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string organization_id = 2;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: bool livemode = 3;
+   */
+  livemode: boolean;
+
+  /**
+   * @generated from field: string passport_id = 4;
+   */
+  passportId: string;
+
+  /**
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * The proposed fields that moved on the passport since (out_of_date).
+   *
+   * @generated from field: repeated string moved = 6;
+   */
+  moved: string[];
+
+  /**
+   * The proposed merge patch as JSON object text: {data?, external_id?}.
+   *
+   * @generated from field: string fields_json = 7;
+   */
+  fieldsJson: string;
+
+  /**
+   * @generated from field: string review_url = 8;
+   */
+  reviewUrl: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp requested_at = 9;
+   */
+  requestedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 10;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp decided_at = 11;
+   */
+  decidedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string decided_by = 12;
+   */
+  decidedBy?: string | undefined;
+
+  /**
+   * @generated from field: optional string requested_by_key_id = 13;
+   */
+  requestedByKeyId?: string | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.Proposal.
+ * Use `create(ProposalSchema)` to create a new message.
+ */
+export const ProposalSchema: GenMessage<Proposal> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 53);
+
+/**
+ * @generated from message dpp.passport.v1.CreateProposalRequest
+ */
+export type CreateProposalRequest = Message<"dpp.passport.v1.CreateProposalRequest"> & {
+  /**
+   * @generated from field: string passport_id = 1;
+   */
+  passportId: string;
+
+  /**
+   * The body's `fields` as JSON object text.
+   *
+   * @generated from field: string fields_json = 2;
+   */
+  fieldsJson: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.CreateProposalRequest.
+ * Use `create(CreateProposalRequestSchema)` to create a new message.
+ */
+export const CreateProposalRequestSchema: GenMessage<CreateProposalRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 54);
+
+/**
+ * @generated from message dpp.passport.v1.GetProposalRequest
+ */
+export type GetProposalRequest = Message<"dpp.passport.v1.GetProposalRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.GetProposalRequest.
+ * Use `create(GetProposalRequestSchema)` to create a new message.
+ */
+export const GetProposalRequestSchema: GenMessage<GetProposalRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 55);
+
+/**
+ * @generated from message dpp.passport.v1.WithdrawProposalRequest
+ */
+export type WithdrawProposalRequest = Message<"dpp.passport.v1.WithdrawProposalRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.WithdrawProposalRequest.
+ * Use `create(WithdrawProposalRequestSchema)` to create a new message.
+ */
+export const WithdrawProposalRequestSchema: GenMessage<WithdrawProposalRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 56);
+
+/**
+ * @generated from message dpp.passport.v1.ProposalResponse
+ */
+export type ProposalResponse = Message<"dpp.passport.v1.ProposalResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Proposal proposal = 1;
+   */
+  proposal?: Proposal | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.ProposalResponse.
+ * Use `create(ProposalResponseSchema)` to create a new message.
+ */
+export const ProposalResponseSchema: GenMessage<ProposalResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 57);
+
+/**
+ * @generated from message dpp.passport.v1.DecideProposalRequest
+ */
+export type DecideProposalRequest = Message<"dpp.passport.v1.DecideProposalRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: bool accept = 2;
+   */
+  accept: boolean;
+
+  /**
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+};
+
+/**
+ * Describes the message dpp.passport.v1.DecideProposalRequest.
+ * Use `create(DecideProposalRequestSchema)` to create a new message.
+ */
+export const DecideProposalRequestSchema: GenMessage<DecideProposalRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 58);
+
+/**
+ * @generated from message dpp.passport.v1.DecideProposalResponse
+ */
+export type DecideProposalResponse = Message<"dpp.passport.v1.DecideProposalResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.Proposal proposal = 1;
+   */
+  proposal?: Proposal | undefined;
+
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 2;
+   */
+  passport?: Passport | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.DecideProposalResponse.
+ * Use `create(DecideProposalResponseSchema)` to create a new message.
+ */
+export const DecideProposalResponseSchema: GenMessage<DecideProposalResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 59);
+
+/**
+ * @generated from message dpp.passport.v1.DecidePublishApprovalRequest
+ */
+export type DecidePublishApprovalRequest = Message<"dpp.passport.v1.DecidePublishApprovalRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: bool approve = 2;
+   */
+  approve: boolean;
+
+  /**
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+
+  /**
+   * The passport version the person reviewed.
+   *
+   * @generated from field: optional int32 expected_version = 4;
+   */
+  expectedVersion?: number | undefined;
+};
+
+/**
+ * Describes the message dpp.passport.v1.DecidePublishApprovalRequest.
+ * Use `create(DecidePublishApprovalRequestSchema)` to create a new message.
+ */
+export const DecidePublishApprovalRequestSchema: GenMessage<DecidePublishApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 60);
+
+/**
+ * @generated from message dpp.passport.v1.DecidePublishApprovalResponse
+ */
+export type DecidePublishApprovalResponse = Message<"dpp.passport.v1.DecidePublishApprovalResponse"> & {
+  /**
+   * @generated from field: dpp.passport.v1.PublishApproval approval = 1;
+   */
+  approval?: PublishApproval | undefined;
+
+  /**
+   * @generated from field: dpp.passport.v1.Passport passport = 2;
+   */
+  passport?: Passport | undefined;
+
+  /**
+   * @generated from field: repeated dpp.passport.v1.Warning warnings = 3;
+   */
+  warnings: Warning[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.DecidePublishApprovalResponse.
+ * Use `create(DecidePublishApprovalResponseSchema)` to create a new message.
+ */
+export const DecidePublishApprovalResponseSchema: GenMessage<DecidePublishApprovalResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 61);
+
+/**
+ * @generated from message dpp.passport.v1.ListReviewItemsRequest
+ */
+export type ListReviewItemsRequest = Message<"dpp.passport.v1.ListReviewItemsRequest"> & {
+};
+
+/**
+ * Describes the message dpp.passport.v1.ListReviewItemsRequest.
+ * Use `create(ListReviewItemsRequestSchema)` to create a new message.
+ */
+export const ListReviewItemsRequestSchema: GenMessage<ListReviewItemsRequest> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 62);
+
+/**
+ * @generated from message dpp.passport.v1.ListReviewItemsResponse
+ */
+export type ListReviewItemsResponse = Message<"dpp.passport.v1.ListReviewItemsResponse"> & {
+  /**
+   * @generated from field: repeated dpp.passport.v1.Proposal proposals = 1;
+   */
+  proposals: Proposal[];
+
+  /**
+   * @generated from field: repeated dpp.passport.v1.PublishApproval approvals = 2;
+   */
+  approvals: PublishApproval[];
+};
+
+/**
+ * Describes the message dpp.passport.v1.ListReviewItemsResponse.
+ * Use `create(ListReviewItemsResponseSchema)` to create a new message.
+ */
+export const ListReviewItemsResponseSchema: GenMessage<ListReviewItemsResponse> = /*@__PURE__*/
+  messageDesc(file_dpp_passport_v1_passport_service, 63);
 
 /**
  * The lifecycle status of a passport (docs/decisions/0009-passport-lifecycle.md).
@@ -1770,6 +2086,62 @@ export const PassportService: GenService<{
     methodKind: "unary";
     input: typeof GetPublishApprovalRequestSchema;
     output: typeof GetPublishApprovalResponseSchema;
+  },
+  /**
+   * Change proposals on published passports (docs/decisions/0057). Create and withdraw: connector
+   * credentials only (proposal_requires_assistant otherwise).
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.CreateProposal
+   */
+  createProposal: {
+    methodKind: "unary";
+    input: typeof CreateProposalRequestSchema;
+    output: typeof ProposalResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.GetProposal
+   */
+  getProposal: {
+    methodKind: "unary";
+    input: typeof GetProposalRequestSchema;
+    output: typeof ProposalResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.WithdrawProposal
+   */
+  withdrawProposal: {
+    methodKind: "unary";
+    input: typeof WithdrawProposalRequestSchema;
+    output: typeof ProposalResponseSchema;
+  },
+  /**
+   * A person's decisions on the review page (credential kind person only): accept or reject a proposal,
+   * approve (publish, with every check of a direct publish) or reject a publish approval.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.DecideProposal
+   */
+  decideProposal: {
+    methodKind: "unary";
+    input: typeof DecideProposalRequestSchema;
+    output: typeof DecideProposalResponseSchema;
+  },
+  /**
+   * @generated from rpc dpp.passport.v1.PassportService.DecidePublishApproval
+   */
+  decidePublishApproval: {
+    methodKind: "unary";
+    input: typeof DecidePublishApprovalRequestSchema;
+    output: typeof DecidePublishApprovalResponseSchema;
+  },
+  /**
+   * What waits for a person in the tenant: pending proposals and publish approvals, newest first.
+   *
+   * @generated from rpc dpp.passport.v1.PassportService.ListReviewItems
+   */
+  listReviewItems: {
+    methodKind: "unary";
+    input: typeof ListReviewItemsRequestSchema;
+    output: typeof ListReviewItemsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dpp_passport_v1_passport_service, 0);
