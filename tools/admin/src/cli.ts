@@ -9,6 +9,7 @@ import { ApiError } from "@dpp/contract";
 import { createClient, createContextSigner, createDb } from "@dpp/kit/internal";
 import { filingsV1, passportV1 } from "@dpp/proto";
 import {
+  addPerson,
   Admin,
   GATEWAY_SCHEMA,
   IdentityRepository,
@@ -30,6 +31,8 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
   grant:revoke --key <key id> --org <client id>
   org:delegation --org <id> --status none|pending|active|revoked [--portal-brand-id <id>]
+  person:add   --org <id> --email <email> --name "<name>" --password <at least 12 characters>
+               a person of the organization who signs in to the review page (not an API key)
   org:attest   --org <id> --mode test|live --by "<person's name>" [--wording-version 2026-01]
                records that a named person at the brand accepted the affichage filing
                attestation, through the filings service at FILINGS_ADDR (else the running
@@ -58,6 +61,8 @@ const OPTIONS = {
   "expires-at": { type: "string" },
   "expires-in": { type: "string" },
   key: { type: "string" },
+  email: { type: "string" },
+  password: { type: "string" },
   overlap: { type: "string" },
   manager: { type: "string" },
   client: { type: "string" },
@@ -252,6 +257,13 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
         );
       case "grant:revoke":
         return await admin.revokeGrant(need(values.key, "key"), need(values.org, "org"));
+      case "person:add":
+        return await addPerson(db, {
+          organizationId: need(values.org, "org"),
+          email: need(values.email, "email"),
+          name: need(values.name, "name"),
+          password: need(values.password, "password"),
+        });
       case "org:delegation":
         return await admin.setAffichageDelegation(
           need(values.org, "org"),
