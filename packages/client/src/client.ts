@@ -22,6 +22,7 @@ import { Documents, PassportDocuments } from "./documents";
 import { AffichageFilings, PublishApprovals } from "./filings";
 import { Imports } from "./imports";
 import { WebhookEndpoints } from "./webhooks";
+import { Proposals } from "./proposals";
 import {
   isCategory,
   type Capability,
@@ -224,6 +225,7 @@ export class OrganizationClient {
   readonly documents: Documents;
   readonly passportDocuments: PassportDocuments;
   readonly webhooks: WebhookEndpoints;
+  readonly proposals: Proposals;
 
   constructor(
     private readonly core: Core,
@@ -237,6 +239,7 @@ export class OrganizationClient {
     this.documents = new Documents(core, id);
     this.passportDocuments = new PassportDocuments(core, id);
     this.webhooks = new WebhookEndpoints(core, id);
+    this.proposals = new Proposals(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

@@ -22,6 +22,7 @@ export {
   type AffichageFiling,
   type PublishApproval,
 } from "./filings";
+export { Proposals, type PassportProposal, type ProposalFields } from "./proposals";
 export {
   IMPORT_JOB_MAX_ROWS,
   Imports,

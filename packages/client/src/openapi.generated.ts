@@ -537,6 +537,99 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/passports/{id}/proposals": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Propose a change to a published passport
+     * @description Records a change a person of the organization reviews: `fields` is a merge patch in the shape a
+     *     passport update (`PATCH .../passports/{id}`) takes, validated as one (422 `validation_failed`, pointers
+     *     under `/fields`). The proposal names fields: each member of `fields.data` it sets or removes (null), and
+     *     `external_id`. Accepting it on the review page (`review_url`) applies those fields as a versioned
+     *     update of the passport (`passport.updated`, then `proposal.accepted`).
+     *
+     *     Only a connector credential proposes: an assistant working for the organization cannot change a
+     *     published passport directly (`connector_writes_drafts_only`); a secret key changes it with PATCH, so
+     *     its proposals are 403 `proposal_requires_assistant`. Only a `published` passport takes proposals (409
+     *     `wrong_status`). Fields that are the passport's values already are 422 `no_changes`.
+     *
+     *     The proposal is `pending` until a person decides or it expires 14 days after it was made
+     *     (`expires_at`; `expired` is seen on read). When a proposed field changes on the passport after the
+     *     proposal, a read shows `out_of_date` with `moved` naming those fields; an out-of-date proposal cannot
+     *     be accepted. Emits `proposal.created`.
+     */
+    post: operations["createProposal"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/proposals/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The proposal's id (opaque). */
+        id: components["parameters"]["ProposalId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * Read a proposal
+     * @description The proposal in the key's mode, its state as of now: `pending`, `out_of_date` (with `moved`),
+     *     `expired`, `withdrawn`, `accepted` or `rejected`. Another organization's or mode's proposal is 404
+     *     `resource_not_found`. Any credential holding `passports:read` reads it.
+     */
+    get: operations["getProposal"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/proposals/{id}/withdraw": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The proposal's id (opaque). */
+        id: components["parameters"]["ProposalId"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Withdraw a proposal
+     * @description No body. A proposal nobody decided (`pending` or `out_of_date`) becomes `withdrawn` with
+     *     `decided_at` set, and `proposal.withdrawn` is emitted; any other state is 409 `wrong_status`
+     *     (`details.state`). Only a connector credential withdraws (403 `proposal_requires_assistant`).
+     */
+    post: operations["withdrawProposal"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/organizations/{organization}/events": {
     parameters: {
       query?: never;
@@ -1642,6 +1735,36 @@ export interface components {
       data?: components["schemas"]["PassportDataPatch"];
       external_id?: components["schemas"]["ExternalId"];
     };
+    CreateProposalRequest: {
+      /** @description The change, in the shape of a passport update (a merge patch of `data`, and `external_id`). */
+      fields: components["schemas"]["UpdatePassportRequest"];
+    };
+    PassportProposal: {
+      /** @constant */
+      object: "passport_proposal";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/proposals/<id> */
+      name: string;
+      passport_id: components["schemas"]["Identifier"];
+      /** @enum {string} */
+      state: "pending" | "out_of_date" | "expired" | "withdrawn" | "accepted" | "rejected";
+      /** @description The proposed fields that changed on the passport since the proposal (when `out_of_date`). */
+      moved: string[];
+      /** @description The proposed fields as sent. */
+      fields: Record<string, never>;
+      /**
+       * Format: uri
+       * @description Where a person of the organization reviews it (signed in; not the API).
+       */
+      review_url: string;
+      /** Format: date-time */
+      requested_at: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** Format: date-time */
+      decided_at: string | null;
+      livemode: boolean;
+    };
     PublishPassportRequest: {
       /** @description From `GET .../variants/review` after a person reviewed the rows; required when assistant-written variants exist. */
       variant_review_fingerprint?: string;
@@ -1677,6 +1800,7 @@ export interface components {
       | components["schemas"]["VariantEventRelated"]
       | components["schemas"]["UnitEventRelated"]
       | components["schemas"]["ProposalEventRelated"]
+      | components["schemas"]["PublishApprovalEventRelated"]
       | components["schemas"]["AffichageEventRelated"]
       | components["schemas"]["GrantEventRelated"]
       | components["schemas"]["ImportJobEventRelated"]
@@ -1732,6 +1856,18 @@ export interface components {
        * @enum {string}
        */
       object: "passport_proposal";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      passport_id: components["schemas"]["Identifier"];
+      state: string;
+    };
+    /** @description `publish_approval.*` events. */
+    PublishApprovalEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "publish_approval";
       id: components["schemas"]["Identifier"];
       name: string;
       passport_id: components["schemas"]["Identifier"];
@@ -5169,6 +5305,8 @@ export interface components {
     Organization: string;
     /** @description The passport's id (opaque). */
     PassportId: string;
+    /** @description The proposal's id (opaque). */
+    ProposalId: string;
     /** @description A category id from `GET /categories`. */
     Category: string;
     /** @description Page size, an integer from 1 to 100. */
@@ -5967,6 +6105,138 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createProposal: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateProposalRequest"];
+      };
+    };
+    responses: {
+      /** @description The proposal, `pending`. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportProposal"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      402: components["responses"]["PaymentRequired"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getProposal: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The proposal's id (opaque). */
+        id: components["parameters"]["ProposalId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The proposal. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportProposal"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  withdrawProposal: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The proposal's id (opaque). */
+        id: components["parameters"]["ProposalId"];
+      };
+      cookie?: never;
+    };
+    /** @description No body, or an empty object. */
+    requestBody?: {
+      content: {
+        "application/json": Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The proposal, `withdrawn`. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["PassportProposal"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

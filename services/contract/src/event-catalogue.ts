@@ -49,12 +49,12 @@ export interface ProposalRelated {
   state: string;
 }
 
-export interface AffichageRelated {
-  object: "affichage";
+export interface PublishApprovalRelated {
+  object: "publish_approval";
+  id: string;
   name: string;
   passport_id: string;
-  status: string;
-  portal_gtin: string | null;
+  state: string;
 }
 
 export interface GrantRelated {
@@ -80,7 +80,7 @@ const UNIT_FIELDS = [
   "previous_status",
 ] as const;
 const PROPOSAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
-const AFFICHAGE_FIELDS = ["object", "name", "passport_id", "status", "portal_gtin"] as const;
+const PUBLISH_APPROVAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
 const GRANT_FIELDS = ["object", "organization_id", "key_id", "scopes", "status"] as const;
 
 const passport = (description: string): Entry<PassportRelated> => ({ description, related: PASSPORT_FIELDS });
@@ -118,13 +118,27 @@ export const EVENT_CATALOGUE = {
     related: PROPOSAL_FIELDS,
   } as Entry<ProposalRelated>,
   "proposal.withdrawn": {
-    description: "A change proposal was withdrawn.",
+    description: "A change proposal was withdrawn by the connector that made it.",
     related: PROPOSAL_FIELDS,
   } as Entry<ProposalRelated>,
-  "affichage.filed": {
-    description: "A French environmental display declaration was filed.",
-    related: AFFICHAGE_FIELDS,
-  } as Entry<AffichageRelated>,
+  "proposal.accepted": {
+    description:
+      "A person accepted a change proposal; its fields were applied to the passport (a passport.updated for the same change).",
+    related: PROPOSAL_FIELDS,
+  } as Entry<ProposalRelated>,
+  "proposal.rejected": {
+    description: "A person rejected a change proposal; the passport is unchanged.",
+    related: PROPOSAL_FIELDS,
+  } as Entry<ProposalRelated>,
+  "publish_approval.approved": {
+    description:
+      "A person approved a connector's publish on the review page; the passport was published (a passport.published for it).",
+    related: PUBLISH_APPROVAL_FIELDS,
+  } as Entry<PublishApprovalRelated>,
+  "publish_approval.rejected": {
+    description: "A person rejected a connector's publish on the review page; nothing was published.",
+    related: PUBLISH_APPROVAL_FIELDS,
+  } as Entry<PublishApprovalRelated>,
   "grant.created": {
     description: "A key was granted access to a client organization.",
     related: GRANT_FIELDS,

@@ -14,6 +14,7 @@ import { routeTable } from "./routes";
 import { IdentityCache, listenForIdentityChanges } from "./modules/identity/identity-cache";
 import type { ChangeListener } from "./store/change-listener";
 import { RateLimiter } from "./ratelimit/limiter";
+import { reviewRouter } from "./review/page";
 
 export const GATEWAY_SCHEMA = "gateway";
 
@@ -60,6 +61,7 @@ export const gatewayService = defineService({
       log,
       docsBaseUrl: config.DOCS_BASE_URL,
       trustProxy: config.TRUST_PROXY,
+      review: reviewRouter({ db, identity, passport: clients.passport }),
       ready: async () => {
         await sql`select 1`.execute(db);
       },

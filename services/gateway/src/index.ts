@@ -9,3 +9,4 @@ export { parseKeyText, digestOf, generateKeyText, SCOPES, type Scope } from "./m
 export { passportJson } from "./modules/passport/mapping";
 export { OPENAPI_DOCUMENT } from "./openapi.generated";
 export { compressAnswer, COMPRESS_MIN_BYTES } from "./http/compression";
+export { addPerson } from "./review/people";

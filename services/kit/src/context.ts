@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { ApiError } from "@dpp/contract";
 
-export type CredentialKind = "secret" | "connector";
+/** How the caller proved who it is: an API key (secret or connector), or a person signed in to the review page. */
+export type CredentialKind = "secret" | "connector" | "person";
 
 /** The organization's plan entitlements, resolved once by the gateway (see plans.ts). */
 export interface PlanContext {
@@ -131,7 +132,7 @@ export const wireContextSchema = z.object({
   organization_id: id.optional(),
   livemode: z.boolean().optional(),
   key_id: id.optional(),
-  credential_kind: z.enum(["secret", "connector"]).optional(),
+  credential_kind: z.enum(["secret", "connector", "person"]).optional(),
   plan: z
     .object({
       plan_id: id,

@@ -4,6 +4,7 @@ import * as m0002 from "./0002_lifecycle";
 import * as m0003 from "./0003_idempotency";
 import * as m0004 from "./0004_list_order_indexes";
 import * as m0005 from "./0005_publish_slot_usage";
+import * as m0006 from "./0006_proposals";
 
 export const migrations: Record<string, Migration> = {
   "0001_init": m0001,
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   "0003_idempotency": m0003,
   "0004_list_order_indexes": m0004,
   "0005_publish_slot_usage": m0005,
+  "0006_proposals": m0006,
 };

@@ -11,6 +11,7 @@ import { filingsV1, passportV1, webhooksV1 } from "@dpp/proto";
 import { Dpp } from "@dpp/client";
 import { importFile, importProgressBar, readTable, schemaCache, toImportRows } from "@dpp/cli/imports";
 import {
+  addPerson,
   Admin,
   GATEWAY_SCHEMA,
   IdentityRepository,
@@ -32,6 +33,8 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
   grant:revoke --key <key id> --org <client id>
   org:delegation --org <id> --status none|pending|active|revoked [--portal-brand-id <id>]
+  person:add   --org <id> --email <email> --name "<name>" --password <at least 12 characters>
+               a person of the organization who signs in to the review page (not an API key)
   org:attest   --org <id> --mode test|live --by "<person's name>" [--wording-version 2026-01]
                records that a named person at the brand accepted the affichage filing
                attestation, through the filings service at FILINGS_ADDR (else the running
@@ -73,6 +76,8 @@ const OPTIONS = {
   "expires-at": { type: "string" },
   "expires-in": { type: "string" },
   key: { type: "string" },
+  email: { type: "string" },
+  password: { type: "string" },
   overlap: { type: "string" },
   manager: { type: "string" },
   client: { type: "string" },
@@ -356,6 +361,13 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
         );
       case "grant:revoke":
         return await admin.revokeGrant(need(values.key, "key"), need(values.org, "org"));
+      case "person:add":
+        return await addPerson(db, {
+          organizationId: need(values.org, "org"),
+          email: need(values.email, "email"),
+          name: need(values.name, "name"),
+          password: need(values.password, "password"),
+        });
       case "org:delegation":
         return await admin.setAffichageDelegation(
           need(values.org, "org"),

@@ -2,8 +2,9 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { EVENTS as documents } from "./documents";
+import { EVENTS as filings } from "./filings";
 import { EVENTS as imports } from "./imports";
 import { EVENTS as webhooks } from "./webhooks";
 
 /** Every service's own event types (each file's EVENTS), merged into EVENT_CATALOGUE. */
-export const SERVICE_EVENTS = { ...documents, ...imports, ...webhooks } as const;
+export const SERVICE_EVENTS = { ...documents, ...filings, ...imports, ...webhooks } as const;

@@ -40,6 +40,8 @@ export interface AppDeps {
   ready: () => Promise<void>;
   /** Rate limits (absent: none, e.g. in tests of other concerns). */
   rateLimiter?: RateLimiter;
+  /** The review page for people (src/review/page.ts), served under /review, outside the API. */
+  review?: express.Router;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -102,6 +104,7 @@ export function createApp(deps: AppDeps): express.Express {
     return chain(req, res, l);
   };
 
+  if (deps.review) app.use("/review", deps.review);
   app.use((req, res) => {
     const l = startRequest(req, res, logLine);
     let pending: void | Promise<void>;

@@ -50,7 +50,29 @@ export interface GrantTable {
   revoked_at: NullableTimestamp;
 }
 
+/** A person of an organization who signs in to the review page (migration 0006). */
+export interface PersonTable {
+  id: string;
+  organization_id: string;
+  email: string;
+  name: string;
+  /** scrypt$<salt hex>$<hash hex> */
+  password_hash: string;
+  created_at: Generated<Date>;
+}
+
+export interface ReviewSessionTable {
+  /** SHA-256 hex of the cookie value. */
+  digest: string;
+  person_id: string;
+  csrf_token: string;
+  created_at: Generated<Date>;
+  expires_at: Date;
+}
+
 export interface GatewayDB {
+  person: PersonTable;
+  review_session: ReviewSessionTable;
   organization: OrganizationTable;
   api_key: ApiKeyTable;
   managed_link: ManagedLinkTable;

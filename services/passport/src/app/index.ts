@@ -20,7 +20,21 @@ import { updatePassport, type UpdateInput } from "./update";
 import { publishPassport, transitionPassport, type PublishInput, type TransitionInput } from "./lifecycle";
 import { validatePassport, type ValidateInput } from "./validation";
 import { claimGtins, releaseGtins, type ClaimInput } from "./gtin-claims";
-import { getPublishApproval } from "./publish-approvals";
+import {
+  decidePublishApproval,
+  getPublishApproval,
+  listPendingPublishApprovals,
+  type DecidePublishApprovalInput,
+} from "./publish-approvals";
+import {
+  createProposal,
+  decideProposal,
+  getProposal,
+  listOpenProposals,
+  withdrawProposal,
+  type CreateProposalInput,
+  type DecideProposalInput,
+} from "./proposals";
 
 export type { PassportApp, PassportAppOptions } from "./deps";
 export type { PassportRow } from "../store";
@@ -31,6 +45,8 @@ export type { PublishOutcome, TransitionInput } from "./lifecycle";
 export type { PassportStatus } from "../domain/lifecycle";
 export type { CategoryDefinition } from "../domain/categories";
 export type { Links } from "../domain/links";
+export type { ProposalView } from "./proposals";
+export type { PublishApprovalView } from "./publish-approvals";
 
 export function passportUseCases(app: PassportApp) {
   return {
@@ -56,6 +72,16 @@ export function passportUseCases(app: PassportApp) {
       releaseGtins(app, ctx, releases),
     getUsage: (ctx: RequestContext) => getUsage(app, ctx),
     getPublishApproval: (ctx: RequestContext, id: string) => getPublishApproval(app, ctx, id),
+    decidePublishApproval: (ctx: RequestContext, input: DecidePublishApprovalInput) =>
+      decidePublishApproval(app, ctx, input),
+    createProposal: (ctx: RequestContext, input: CreateProposalInput) => createProposal(app, ctx, input),
+    getProposal: (ctx: RequestContext, id: string) => getProposal(app, ctx, id),
+    withdrawProposal: (ctx: RequestContext, id: string) => withdrawProposal(app, ctx, id),
+    decideProposal: (ctx: RequestContext, input: DecideProposalInput) => decideProposal(app, ctx, input),
+    listReviewItems: async (ctx: RequestContext) => ({
+      proposals: await listOpenProposals(app, ctx),
+      approvals: await listPendingPublishApprovals(app, ctx),
+    }),
   };
 }
 

@@ -5,16 +5,15 @@
  * event; a refusal rolls everything back.
  */
 import { ApiError, newId } from "@dpp/contract";
-import { requireTenant, type RequestContext } from "@dpp/kit";
-import type { PassportRow } from "../store";
+import { requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
+import type { PassportRow, PassportTx } from "../store";
 import { TRANSITIONS, transitionRefusal, type TransitionName } from "../domain/lifecycle";
 import { liveWriteRefusal } from "../domain/plan-rules";
 import type { PassportApp } from "./deps";
 import { claimLeadGtin } from "./gtin-claims";
 import { lockPassport, writeVersioned } from "./passport-access";
 import { assertPublishSlotTaken, publishBlockers, publishWarnings, type Warning } from "./publish-conditions";
-import { checkVersion, passportReviewUrl, throwIf } from "./refusals";
-import { approvalReviewUrl } from "./publish-approvals";
+import { approvalReviewUrl, checkVersion, passportReviewUrl, throwIf } from "./refusals";
 
 export type TransitionInput = {
   id: string;
@@ -95,16 +94,7 @@ export async function publishPassport(
       });
       return { kind: "approval", approvalId } as const;
     }
-    if (current.gtin) await claimLeadGtin(tx, t, current.gtin, id);
-    const updated = await writeVersioned(
-      tx,
-      t,
-      current,
-      { status: "published", published_at: "now" },
-      "passport.published",
-      expectedVersion,
-    );
-    await assertPublishSlotTaken(tx, ctx, t);
+    const updated = await applyPublish(tx, ctx, t, current, expectedVersion);
     return { kind: "published", row: updated } as const;
   });
   if (outcome.kind === "approval") {
@@ -113,4 +103,25 @@ export async function publishPassport(
   }
   app.onCommitted();
   return { kind: "published", row: outcome.row, warnings: publishWarnings(app, outcome.row) };
+}
+
+/** The publish itself, once every blocker is cleared: the lead GTIN claimed, the status moved, a slot taken. */
+export async function applyPublish(
+  tx: PassportTx,
+  ctx: RequestContext,
+  t: TenantContext,
+  current: PassportRow,
+  expectedVersion: number | undefined,
+): Promise<PassportRow> {
+  if (current.gtin) await claimLeadGtin(tx, t, current.gtin, current.id);
+  const updated = await writeVersioned(
+    tx,
+    t,
+    current,
+    { status: "published", published_at: "now" },
+    "passport.published",
+    expectedVersion,
+  );
+  await assertPublishSlotTaken(tx, ctx, t);
+  return updated;
 }

@@ -11,6 +11,15 @@ export function passportReviewUrl(o: { reviewBaseUrl: string }, t: TenantContext
   return `${o.reviewBaseUrl}/organizations/${encodeURIComponent(t.organizationId)}/passports/${encodeURIComponent(id)}`;
 }
 
+/** Where a person reviews an approval (the same URL the 202 human_approval_required names). */
+export function approvalReviewUrl(
+  app: { reviewBaseUrl: string },
+  organizationId: string,
+  id: string,
+): string {
+  return `${app.reviewBaseUrl}/organizations/${encodeURIComponent(organizationId)}/publish-approvals/${id}`;
+}
+
 export function throwIf(err: ApiError | undefined): void {
   if (err) throw err;
 }

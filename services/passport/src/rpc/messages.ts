@@ -11,6 +11,8 @@ import type {
   Links,
   PassportRow,
   PassportStatus,
+  ProposalView,
+  PublishApprovalView,
   PublishOutcome,
   ValidationRecord,
   Warning,
@@ -151,5 +153,35 @@ export function claimMessage(c: HeldClaim) {
     passportId: c.passport_id,
     ownerId: c.owner_id,
     role: c.role === "lead" ? GtinClaimRole.LEAD : GtinClaimRole.VARIANT,
+  };
+}
+
+/** A proposal as its message: fields as JSON text, dates as timestamps. */
+export function proposalMessage(p: ProposalView) {
+  return {
+    id: p.id,
+    organizationId: p.organizationId,
+    livemode: p.livemode,
+    passportId: p.passportId,
+    state: p.state,
+    moved: p.moved,
+    fieldsJson: JSON.stringify(p.fields),
+    reviewUrl: p.reviewUrl,
+    requestedAt: timestampFromDate(p.requestedAt),
+    expiresAt: timestampFromDate(p.expiresAt),
+    decidedAt: p.decidedAt ? timestampFromDate(p.decidedAt) : undefined,
+    decidedBy: p.decidedBy ?? undefined,
+    requestedByKeyId: p.requestedByKeyId ?? undefined,
+  };
+}
+
+export function publishApprovalMessage(a: PublishApprovalView) {
+  return {
+    ...a,
+    requestedByKeyId: a.requestedByKeyId ?? undefined,
+    variantReviewFingerprint: a.variantReviewFingerprint ?? undefined,
+    requestedAt: timestampFromDate(a.requestedAt),
+    decidedAt: a.decidedAt ? timestampFromDate(a.decidedAt) : undefined,
+    decidedBy: a.decidedBy ?? undefined,
   };
 }

@@ -14,7 +14,10 @@ import {
   passportMessage,
   publishOutcomeMessage,
   statusOf,
+  proposalMessage,
+  publishApprovalMessage,
   validationMessage,
+  warningMessage,
 } from "./messages";
 
 type Impl = ImplOf<typeof passportV1.PassportService>;
@@ -151,15 +154,46 @@ export function passportRpc(uc: PassportUseCases): Impl {
 
     getUsage: async (_req, { ctx }) => uc.getUsage(ctx),
 
-    getPublishApproval: async ({ id }, { ctx }) => {
-      const a = await uc.getPublishApproval(ctx, id);
+    getPublishApproval: async ({ id }, { ctx }) => ({
+      approval: publishApprovalMessage(await uc.getPublishApproval(ctx, id)),
+    }),
+
+    decidePublishApproval: async (req, { ctx }) => {
+      const out = await uc.decidePublishApproval(ctx, {
+        id: req.id,
+        approve: req.approve,
+        decidedBy: req.decidedBy,
+        expectedVersion: req.expectedVersion,
+      });
       return {
-        approval: {
-          ...a,
-          requestedByKeyId: a.requestedByKeyId ?? undefined,
-          variantReviewFingerprint: a.variantReviewFingerprint ?? undefined,
-          requestedAt: timestampFromDate(a.requestedAt),
-        },
+        approval: publishApprovalMessage(out.approval),
+        passport: passportMessage(out.passport),
+        warnings: out.warnings.map(warningMessage),
+      };
+    },
+
+    createProposal: async (req, { ctx }) => ({
+      proposal: proposalMessage(
+        await uc.createProposal(ctx, { passportId: req.passportId, fieldsJson: req.fieldsJson }),
+      ),
+    }),
+
+    getProposal: async ({ id }, { ctx }) => ({ proposal: proposalMessage(await uc.getProposal(ctx, id)) }),
+
+    withdrawProposal: async ({ id }, { ctx }) => ({
+      proposal: proposalMessage(await uc.withdrawProposal(ctx, id)),
+    }),
+
+    decideProposal: async (req, { ctx }) => {
+      const out = await uc.decideProposal(ctx, { id: req.id, accept: req.accept, decidedBy: req.decidedBy });
+      return { proposal: proposalMessage(out.proposal), passport: passportMessage(out.passport) };
+    },
+
+    listReviewItems: async (_req, { ctx }) => {
+      const items = await uc.listReviewItems(ctx);
+      return {
+        proposals: items.proposals.map(proposalMessage),
+        approvals: items.approvals.map(publishApprovalMessage),
       };
     },
   };

@@ -58,6 +58,42 @@ export class PassportReads {
       .executeTakeFirst();
   }
 
+  /** One proposal of the tenant. */
+  getProposal(t: Tenant, id: string) {
+    return this.db
+      .selectFrom("proposal")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .executeTakeFirst();
+  }
+
+  /** The tenant's stored-pending proposals and publish approvals, newest first (the review page's list). */
+  listPendingProposals(t: Tenant, limit: number) {
+    return this.db
+      .selectFrom("proposal")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("state", "=", "pending")
+      .orderBy("requested_at", "desc")
+      .limit(limit)
+      .execute();
+  }
+
+  listPendingPublishApprovals(t: Tenant, limit: number) {
+    return this.db
+      .selectFrom("publish_approval")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("state", "=", "pending")
+      .orderBy("created_at", "desc")
+      .limit(limit)
+      .execute();
+  }
+
   async idByExternalId(t: Tenant, externalId: string | null): Promise<string | undefined> {
     const row = await this.db
       .selectFrom("passport")

@@ -7,7 +7,10 @@ import {
   UniqueConflict,
   type ClaimRow,
   type NewPassportRow,
+  type NewProposal,
   type NewPublishApproval,
+  type ProposalRow,
+  type PublishApprovalRow,
   type NewValidation,
   type PassportChange,
   type PassportRow,
@@ -119,6 +122,76 @@ export class PassportTx extends PassportReads {
       .execute();
   }
 
+  /** Locks a tenant's proposal until the transaction ends. */
+  lockProposal(t: Tenant, id: string): Promise<ProposalRow | undefined> {
+    return this.trx
+      .selectFrom("proposal")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .forUpdate()
+      .executeTakeFirst();
+  }
+
+  /** Locks a tenant's publish approval until the transaction ends. */
+  lockPublishApproval(t: Tenant, id: string): Promise<PublishApprovalRow | undefined> {
+    return this.trx
+      .selectFrom("publish_approval")
+      .selectAll()
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .forUpdate()
+      .executeTakeFirst();
+  }
+
+  insertProposal(t: Tenant, p: NewProposal): Promise<ProposalRow> {
+    return this.trx
+      .insertInto("proposal")
+      .values({
+        organization_id: t.organizationId,
+        livemode: t.livemode,
+        id: p.id,
+        passport_id: p.passport_id,
+        passport_version: p.passport_version,
+        fields: JSON.stringify(p.fields),
+        base: JSON.stringify(p.base),
+        requested_by_key_id: p.requested_by_key_id,
+        expires_at: sql<Date>`now() + make_interval(days => ${p.lifetime_days})`,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  /** Moves a proposal out of pending: its new state, decided now by `decidedBy` (null: its proposer). */
+  decideProposal(t: Tenant, id: string, state: string, decidedBy: string | null): Promise<ProposalRow> {
+    return this.trx
+      .updateTable("proposal")
+      .set({ state, decided_at: now, decided_by: decidedBy })
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  decidePublishApproval(
+    t: Tenant,
+    id: string,
+    state: string,
+    decidedBy: string,
+  ): Promise<PublishApprovalRow> {
+    return this.trx
+      .updateTable("publish_approval")
+      .set({ state, decided_at: now, decided_by: decidedBy })
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
   async insertValidation(t: Tenant, v: NewValidation): Promise<void> {
     await this.trx
       .insertInto("validation")
@@ -164,9 +237,9 @@ export class PassportTx extends PassportReads {
       .execute();
   }
 
-  /** Deletes a passport's GTIN claims, validation records and publish approvals. */
+  /** Deletes a passport's GTIN claims, validation records, publish approvals and proposals. */
   async deleteDependents(t: Tenant, passportId: string): Promise<void> {
-    for (const table of ["gtin_claim", "validation", "publish_approval"] as const)
+    for (const table of ["gtin_claim", "validation", "publish_approval", "proposal"] as const)
       await this.trx
         .deleteFrom(table)
         .where("organization_id", "=", t.organizationId)

@@ -41,6 +41,30 @@ export interface PublishApprovalTable {
   variant_review_fingerprint: string | null;
   state: Generated<string>;
   created_at: Generated<Date>;
+  decided_at: Date | null;
+  /** Who decided: `person:<id>` of the review page. */
+  decided_by: string | null;
+}
+
+/** A change proposal on a published passport (decision 0057). */
+export interface ProposalTable {
+  organization_id: string;
+  livemode: boolean;
+  id: string;
+  passport_id: string;
+  /** The passport's version when the proposal was made. */
+  passport_version: number;
+  /** jsonb: the merge patch as proposed ({data?, external_id?}). */
+  fields: ColumnType<Record<string, unknown>, string, string>;
+  /** jsonb: for each proposed field name, the passport's value when proposed (null: absent). */
+  base: ColumnType<Record<string, unknown>, string, string>;
+  /** Stored: pending, withdrawn, accepted, rejected (out_of_date and expired are seen on read). */
+  state: Generated<string>;
+  requested_by_key_id: string | null;
+  requested_at: Generated<Date>;
+  expires_at: Date;
+  decided_at: Date | null;
+  decided_by: string | null;
 }
 
 export interface ValidationTable {
@@ -67,6 +91,7 @@ export interface PassportDB {
   passport: PassportTable;
   gtin_claim: GtinClaimTable;
   publish_approval: PublishApprovalTable;
+  proposal: ProposalTable;
   validation: ValidationTable;
   publish_slot_usage: PublishSlotUsageTable;
   outbox: OutboxTable;

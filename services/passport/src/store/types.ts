@@ -1,8 +1,10 @@
 /** The rows the store returns and the values it takes. */
 import type { Selectable } from "kysely";
-import type { PassportTable } from "./schema";
+import type { PassportTable, ProposalTable, PublishApprovalTable } from "./schema";
 
 export type PassportRow = Selectable<PassportTable>;
+export type ProposalRow = Selectable<ProposalTable>;
+export type PublishApprovalRow = Selectable<PublishApprovalTable>;
 
 /** The tenant key every query filters on (a request's TenantContext is one). */
 export interface Tenant {
@@ -73,4 +75,15 @@ export interface NewValidation {
   /** Stored as jsonb. */
   record: object;
   checked_at: Date;
+}
+
+export interface NewProposal {
+  id: string;
+  passport_id: string;
+  passport_version: number;
+  fields: Record<string, unknown>;
+  base: Record<string, unknown>;
+  requested_by_key_id: string | null;
+  /** expires_at is requested_at (the transaction's time) plus this many days. */
+  lifetime_days: number;
 }

@@ -175,3 +175,21 @@ export function categorySchemaJson(c: passportV1.Category, schemaJson: string) {
     json_schema: parseJson(schemaJson),
   };
 }
+
+/** A change proposal as the spec's passport_proposal. */
+export function proposalJson(p: passportV1.Proposal) {
+  return {
+    object: "passport_proposal" as const,
+    id: p.id,
+    name: `organizations/${p.organizationId}/proposals/${p.id}`,
+    passport_id: p.passportId,
+    state: p.state,
+    moved: p.moved,
+    fields: parseJson(p.fieldsJson),
+    review_url: p.reviewUrl,
+    requested_at: rfc3339(p.requestedAt),
+    expires_at: rfc3339(p.expiresAt),
+    decided_at: rfc3339OrNull(p.decidedAt),
+    livemode: p.livemode,
+  };
+}

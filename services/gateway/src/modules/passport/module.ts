@@ -14,12 +14,14 @@ import {
   categorySchemaJson,
   passportLinksJson,
   passportText,
+  proposalJson,
   publishedPassportJson,
   validationJson,
 } from "./mapping";
 import {
   CREATE_MEMBERS,
   createPassportRequest,
+  createProposalFields,
   listPassportsRequest,
   publishPassportRequest,
   updatePassportPatch,
@@ -220,6 +222,51 @@ export function passportModule(deps: { client: PassportClient }): GatewayModule 
         handler: async ({ ctx, params }) => {
           const res = await client.getPassportLinks({ id: params.id }, { context: ctx });
           return { body: passportLinksJson(res.links!) };
+        },
+      },
+      {
+        operationId: "createProposal",
+        method: "POST",
+        path: "/organizations/{organization}/passports/{id}/proposals",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * MiB,
+        successStatus: 201,
+        handler: async ({ ctx, params, body }) => {
+          const res = await client.createProposal(
+            { passportId: params.id, fieldsJson: createProposalFields(body) },
+            { context: ctx },
+          );
+          return { body: proposalJson(res.proposal!) };
+        },
+      },
+      {
+        operationId: "getProposal",
+        method: "GET",
+        path: "/organizations/{organization}/proposals/{id}",
+        auth: "organization",
+        scope: "passports:read",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.getProposal({ id: params.id }, { context: ctx });
+          return { body: proposalJson(res.proposal!) };
+        },
+      },
+      {
+        operationId: "withdrawProposal",
+        method: "POST",
+        path: "/organizations/{organization}/proposals/{id}/withdraw",
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        bodyLimitBytes: 1 * KiB,
+        successStatus: 200,
+        handler: async ({ ctx, params, body }) => {
+          noBody(body);
+          const res = await client.withdrawProposal({ id: params.id }, { context: ctx });
+          return { body: proposalJson(res.proposal!) };
         },
       },
     ],

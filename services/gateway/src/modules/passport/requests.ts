@@ -147,3 +147,26 @@ export function validatePassportRequest(body: unknown): { dryRun: boolean } {
   if (issues.length) throw validationFailed(issues);
   return { dryRun };
 }
+
+/** POST .../passports/{id}/proposals: the body {fields}, `fields` an object in the shape of a PATCH body. */
+export function createProposalFields(body: unknown): string {
+  const b = bodyObject(body);
+  const issues: Issue[] = unknownMembers(b, ["fields"]);
+  if (b.fields === undefined)
+    issues.unshift({ source: { pointer: "/fields" }, rule: "required", message: "fields is required." });
+  else if (!isObject(b.fields))
+    issues.unshift({
+      source: { pointer: "/fields" },
+      rule: "type",
+      message:
+        'fields must be an object in the shape of a passport update, e.g. {"data": {"product_name": "…"}}.',
+    });
+  else if (b.fields.data === null)
+    issues.push({
+      source: { pointer: "/fields/data" },
+      rule: "type",
+      message: "fields.data must be an object; propose removing a field by sending it as null inside data.",
+    });
+  if (issues.length) throw validationFailed(issues);
+  return JSON.stringify(b.fields);
+}
