@@ -5,3 +5,4 @@ export * as commonV1 from "./gen/dpp/common/v1/error_pb";
 export * as eventsV1 from "./gen/dpp/events/v1/events_service_pb";
 export * as filingsV1 from "./gen/dpp/filings/v1/filings_service_pb";
 export * as passportV1 from "./gen/dpp/passport/v1/passport_service_pb";
+export * as variantsUnitsV1 from "./gen/dpp/variants_units/v1/variants_units_service_pb";

@@ -2,13 +2,14 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { address, type ServiceRuntime } from "@dpp/kit";
-import { eventsV1, filingsV1, passportV1 } from "@dpp/proto";
+import { eventsV1, filingsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 
 /** The address of each service the gateway calls: <NAME>_ADDR, by default the registry's port on 127.0.0.1. */
 export const downstreamEnv = {
   PASSPORT_ADDR: address.default("127.0.0.1:50051"),
   EVENTS_ADDR: address.default("127.0.0.1:50052"),
   FILINGS_ADDR: address.default("127.0.0.1:50056"),
+  VARIANTS_UNITS_ADDR: address.default("127.0.0.1:50053"),
 };
 
 type Runtime = Pick<ServiceRuntime<typeof downstreamEnv, unknown>, "client" | "config">;
@@ -31,6 +32,11 @@ export function connectDownstream(rt: Runtime, deadlineMs: number) {
       audience: "filings",
       deadlineMs,
     }),
+    variantsUnits: rt.client(variantsUnitsV1.VariantsUnitsService, {
+      address: rt.config.VARIANTS_UNITS_ADDR,
+      audience: "variants-units",
+      deadlineMs,
+    }),
   };
 }
 
@@ -42,4 +48,5 @@ export const DOWNSTREAM_SERVICES = {
   passport: "passport",
   events: "events",
   filings: "filings",
+  variantsUnits: "variants-units",
 } as const;

@@ -7,5 +7,12 @@ import { fromDeps as identity } from "./identity/module";
 import { fromDeps as passport } from "./passport/module";
 import { fromDeps as events } from "./events/module";
 import { fromDeps as filings } from "../../../filings/gateway/module";
+import { fromDeps as variantsUnits } from "../../../variants-units/gateway/module";
 
-export const MODULE_FACTORIES: readonly ModuleFactory[] = [identity, passport, events, filings];
+export const MODULE_FACTORIES: readonly ModuleFactory[] = [
+  identity,
+  passport,
+  events,
+  filings,
+  variantsUnits,
+];
