@@ -210,22 +210,7 @@ export function variantsUnitsModule(deps: { client: VariantsUnitsClient }): Gate
           return { body: list(res.variants.map(variantJson), false, null) };
         },
       },
-      {
-        operationId: "deleteVariant",
-        method: "DELETE",
-        path: `${PASSPORT}/variants/{variantId}`,
-        auth: "organization",
-        scope: "passports:write",
-        idempotent: true,
-        successStatus: 200,
-        handler: async ({ ctx, params }) => {
-          const res = await client.deleteVariant(
-            { passportId: params.id!, variantId: params.variantId! },
-            { context: ctx },
-          );
-          return { body: { object: "variant", id: res.id, deleted: true } };
-        },
-      },
+      // The literal paths (remove, review) come before {variantId}: the router prefers the earlier route.
       {
         operationId: "removeVariants",
         method: "POST",
@@ -268,6 +253,22 @@ export function variantsUnitsModule(deps: { client: VariantsUnitsClient }): Gate
               })),
             },
           };
+        },
+      },
+      {
+        operationId: "deleteVariant",
+        method: "DELETE",
+        path: `${PASSPORT}/variants/{variantId}`,
+        auth: "organization",
+        scope: "passports:write",
+        idempotent: true,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.deleteVariant(
+            { passportId: params.id!, variantId: params.variantId! },
+            { context: ctx },
+          );
+          return { body: { object: "variant", id: res.id, deleted: true } };
         },
       },
       {

@@ -30,7 +30,7 @@ const codePoints = (s: string) => [...s].length;
 
 /** The key of a size/colour pair, compared case-insensitively (absent and present members never collide). */
 export function pairKey(size: string | null, colour: string | null): string {
-  const part = (s: string | null) => (s === null ? "\u0000" : `=${s.toLocaleLowerCase("und")}`);
+  const part = (s: string | null) => (s === null ? "-" : `=${s.toLocaleLowerCase("und")}`);
   return `${part(size)}\u0001${part(colour)}`;
 }
 
