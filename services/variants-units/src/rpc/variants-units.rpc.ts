@@ -173,7 +173,13 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return { found: await app.store.existingVariantIds(t, req.variantIds.slice(0, 1000)) };
     },
 
-    listUnits: async (req, { ctx }) => {
+    listUnits: async (request, { ctx }) => {
+      // An absent filter may arrive as an empty string.
+      const req = {
+        ...request,
+        status: request.status || undefined,
+        unitSerial: request.unitSerial || undefined,
+      };
       if (req.status !== undefined && !isUnitStatus(req.status))
         throw new ApiError(
           "invalid_request",
@@ -229,7 +235,8 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return { unit: unitMessage(out.view), changed: out.changed };
     },
 
-    listUnitReadings: async (req, { ctx }) => {
+    listUnitReadings: async (request, { ctx }) => {
+      const req = { ...request, field: request.field || undefined };
       const limit = pageLimit(req.limit);
       const filters = { unit: req.unitId, field: req.field ?? null };
       const rows = await listReadings(
