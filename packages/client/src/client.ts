@@ -19,6 +19,8 @@ import {
 import type { ListIterator } from "./pagination";
 import { DppProtocolError } from "./errors";
 import { AffichageFilings, PublishApprovals } from "./filings";
+import { Units } from "./units";
+import { Variants } from "./variants";
 import {
   isCategory,
   type Capability,
@@ -217,6 +219,8 @@ export class OrganizationClient {
   readonly events: Events;
   readonly affichage: AffichageFilings;
   readonly publishApprovals: PublishApprovals;
+  readonly variants: Variants;
+  readonly units: Units;
 
   constructor(
     private readonly core: Core,
@@ -226,6 +230,8 @@ export class OrganizationClient {
     this.events = new Events(core, id);
     this.affichage = new AffichageFilings(core, id);
     this.publishApprovals = new PublishApprovals(core, id);
+    this.variants = new Variants(core, id);
+    this.units = new Units(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */
