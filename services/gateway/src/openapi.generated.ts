@@ -2267,6 +2267,9 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "401": {
             "$ref": "#/components/responses/Unauthorized"
           },
+          "402": {
+            "$ref": "#/components/responses/PaymentRequired"
+          },
           "403": {
             "$ref": "#/components/responses/Forbidden"
           },
