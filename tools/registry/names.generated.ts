@@ -8,4 +8,5 @@ export const SERVICE_NAMES = [
   "imports",
   "documents",
   "webhooks",
+  "variants-units",
 ] as const;

@@ -23,6 +23,8 @@ import { AffichageFilings, PublishApprovals } from "./filings";
 import { Imports } from "./imports";
 import { WebhookEndpoints } from "./webhooks";
 import { Proposals } from "./proposals";
+import { Units } from "./units";
+import { Variants } from "./variants";
 import {
   isCategory,
   type Capability,
@@ -226,6 +228,8 @@ export class OrganizationClient {
   readonly passportDocuments: PassportDocuments;
   readonly webhooks: WebhookEndpoints;
   readonly proposals: Proposals;
+  readonly variants: Variants;
+  readonly units: Units;
 
   constructor(
     private readonly core: Core,
@@ -240,6 +244,8 @@ export class OrganizationClient {
     this.passportDocuments = new PassportDocuments(core, id);
     this.webhooks = new WebhookEndpoints(core, id);
     this.proposals = new Proposals(core, id);
+    this.variants = new Variants(core, id);
+    this.units = new Units(core, id);
   }
 
   /** What the organization can do (publishing, filing, uploads, live writes). */

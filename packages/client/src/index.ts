@@ -49,6 +49,26 @@ export {
   type WebhookEndpointWithSecret,
 } from "./webhooks";
 export {
+  Variants,
+  type DeletedVariant,
+  type ListVariantsParams,
+  type NewVariant,
+  type Variant,
+  type VariantList,
+  type VariantRemoval,
+  type VariantReview,
+} from "./variants";
+export {
+  Units,
+  type ListReadingsParams,
+  type ListUnitsParams,
+  type NewUnit,
+  type NewUnitReading,
+  type Unit,
+  type UnitList,
+  type UnitReading,
+} from "./units";
+export {
   SDK_VERSION,
   type ConditionalOptions,
   type DppOptions,

@@ -1142,6 +1142,243 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/organizations/{organization}/passports/{id}/variants": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List a passport's variants
+     * @description The passport's variants in the order they were added. `gtin` (8, 12, 13 or 14 digits with a valid check
+     *     digit, normalised to 14 digits) keeps only the variant with that GTIN; another value is 400
+     *     `invalid_request`.
+     */
+    get: operations["listVariants"];
+    put?: never;
+    /**
+     * Add variants to a passport
+     * @description Adds 1 to 1000 variants, all or none; the answer lists them in request order. Rules, each refused with a
+     *     pointer per offending item (`details.issues`):
+     *
+     *     - `gtin`: 8, 12, 13 or 14 digits with a valid check digit, stored as 14 digits; unique in the batch (422
+     *       `validation_failed`), on the passport (409 `already_exists`) and in the organization's GTIN namespace
+     *       (409 `gtin_in_use` naming the holding `passport`, its `product_name` and its `role`, `lead` or
+     *       `variant`).
+     *     - `size`, `colour`: 1 to 70 characters after trimming; at least one of them; the pair is unique
+     *       case-insensitively in the batch (422) and on the passport (409 `already_exists`).
+     *     - At most 2000 variants per passport: 422 `variant_limit_reached` with `limit`, `current`, `requested`.
+     *     - The passport is textile or general (400 `invalid_request`), and draft, published or deactivated (409
+     *       `wrong_status`). A connector key adds variants to drafts only (409 `connector_writes_drafts_only`
+     *       with `details.review_url`); its rows carry `agent_written`.
+     *
+     *     A retry under the same Idempotency-Key replays the stored result before any new conflict or capacity
+     *     check. A body refused for its shape or its rules (422 `validation_failed`) does not consume the key.
+     */
+    post: operations["createVariants"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/variants/{variantId}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        variantId: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete one variant
+     * @description Destructive. Removes the variant and releases its GTIN. On a published or deactivated passport it counts
+     *     toward the destructive-operation cap (429 `rate_limited`, `details.reason` `destructive_operation_cap`).
+     *     Connector keys cannot delete variants (409 `connector_writes_drafts_only`).
+     */
+    delete: operations["deleteVariant"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/variants/remove": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Remove variants by GTIN
+     * @description Destructive. `gtins`: 1 to 1000 valid GTINs, normalised to 14 digits (a GTIN sent twice counts once).
+     *     Present rows are removed (`removed`), missing ones listed under `absent`, in request order.
+     *
+     *     - Removal runs in batches of 250 GTINs, each committed with its GTINs released. If a later batch fails,
+     *       the answer is 500 `internal_error` with `details.reason` `removal_batch_failed` and
+     *       `details.removed` (the GTINs removed by the batches before it). Retry WITHOUT an Idempotency-Key to
+     *       finish (GTINs already removed are then listed under `absent`); the same key replays the failure.
+     *     - A successful retry with the same key replays the original result.
+     *     - A call that removes at least one variant of a published or deactivated passport counts once toward the
+     *       plan's destructive-operation cap (removals per day, UTC); past it the call is refused before anything
+     *       is removed: 429 `rate_limited`, `details.reason` `destructive_operation_cap`, `details.limit`,
+     *       `details.resets_at`, `Retry-After` until the next UTC day.
+     *     - Connector keys cannot remove variants (409 `connector_writes_drafts_only`).
+     */
+    post: operations["removeVariants"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/variants/review": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * The variant review
+     * @description Every variant of the passport in order, with who wrote it, and `fingerprint`: SHA-256 (64 hex digits)
+     *     over the rows. The same rows give the same fingerprint; any row added, removed or changed gives
+     *     another. Send it as `variant_review_fingerprint` when publishing a passport with assistant-written
+     *     variants.
+     */
+    get: operations["getVariantReview"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/units": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    /**
+     * List a battery passport's units
+     * @description The units in the order they were added; `status` and `unit_serial` filter them.
+     */
+    get: operations["listUnits"];
+    put?: never;
+    /**
+     * Add units to a battery passport
+     * @description Adds 1 to 1000 units, all or none. `unit_serial`: 1 to 70 characters, unique within the passport (409
+     *     `already_exists` per serial); a serial repeated inside the request is refused per row (422
+     *     `validation_failed`). `status`: one of the five, or omitted (422 `unit_status_not_allowed` with
+     *     `details.allowed`). A passport that is not a battery passport: 400 `invalid_request`. More units than the
+     *     plan allows per passport: 402 `unit_limit_reached` (`limit`, `current`, `requested`).
+     */
+    post: operations["createUnits"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/units/{unitId}/status": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        unitId: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Change a unit's status
+     * @description `{"status": "<status>"}` moves the unit (see the Units tag for the machine); the same status again
+     *     changes nothing. `{"status": null}` clears a status: refused with 400 `unit_status_required` once the
+     *     unit has one.
+     */
+    post: operations["changeUnitStatus"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/organizations/{organization}/passports/{id}/units/{unitId}/readings": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        unitId: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * List a unit's readings
+     * @description Every reading of the unit in the order recorded; `field` keeps one field's.
+     */
+    get: operations["listUnitReadings"];
+    put?: never;
+    /**
+     * Record a reading
+     * @description Records one value of one field of the unit. The unit's `values` holds the latest reading of each field
+     *     (by `observed_on`, then recording order) and `missing_fields` the fields still without one. Refusals
+     *     (400, one code per rule, with `details.issues`): `invalid_input` (not an object, an unknown member, a
+     *     required member missing), `invalid_field` (not one of the unit fields; `details.allowed`),
+     *     `invalid_value` (not the field's shape: a quantity is `{"value": <number>, "unit": "<its unit>"}`,
+     *     `negative_events` a list of texts), `invalid_source` (`details.allowed`), `invalid_observed_on` (not a
+     *     date YYYY-MM-DD, or in the future), `invalid_note` (1 to 1000 characters), `invalid_document_id` (not
+     *     an identifier), `unit_reading_document_unavailable` (no such document to support the reading).
+     */
+    post: operations["recordUnitReading"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1797,15 +2034,16 @@ export interface components {
     /** @description The affected resource at the time of the event, by its `object`. */
     EventRelated:
       | components["schemas"]["PassportEventRelated"]
-      | components["schemas"]["VariantEventRelated"]
-      | components["schemas"]["UnitEventRelated"]
       | components["schemas"]["ProposalEventRelated"]
       | components["schemas"]["PublishApprovalEventRelated"]
       | components["schemas"]["AffichageEventRelated"]
       | components["schemas"]["GrantEventRelated"]
       | components["schemas"]["ImportJobEventRelated"]
       | components["schemas"]["DocumentEventRelated"]
-      | components["schemas"]["WebhookEndpointEventRelated"];
+      | components["schemas"]["WebhookEndpointEventRelated"]
+      | components["schemas"]["VariantEventRelated"]
+      | components["schemas"]["UnitEventRelated"]
+      | components["schemas"]["UnitReadingEventRelated"];
     /** @description `passport.*` events. */
     PassportEventRelated: {
       /**
@@ -1820,34 +2058,6 @@ export interface components {
       /** @description The status the passport left; null on creation. */
       previous_status: components["schemas"]["PassportStatus"] | null;
       version: number;
-    };
-    /** @description `variant.*` events. */
-    VariantEventRelated: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
-      object: "variant";
-      id: components["schemas"]["Identifier"];
-      name: string;
-      passport_id: components["schemas"]["Identifier"];
-      passport: string;
-      gtin: components["schemas"]["Gtin14"];
-    };
-    /** @description `unit.*` events. */
-    UnitEventRelated: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
-      object: "unit";
-      id: components["schemas"]["Identifier"];
-      name: string;
-      passport_id: components["schemas"]["Identifier"];
-      passport: string;
-      unit_serial: string;
-      status: components["schemas"]["UnitStatus"];
-      previous_status: components["schemas"]["UnitStatus"];
     };
     /** @description `proposal.*` events. */
     ProposalEventRelated: {
@@ -5123,6 +5333,202 @@ export interface components {
       enabled: boolean;
       disabled_reason: string | null;
     };
+    /** @description Who wrote an assistant-written row (a connector key), or null. */
+    AgentWritten: {
+      keyId: string;
+      keyName: string;
+      at: components["schemas"]["Timestamp"];
+      /** @description `agent_asserted`: the values are the assistant's. */
+      sourceClass: string;
+    } | null;
+    Variant: {
+      /** @constant */
+      object: "variant";
+      id: components["schemas"]["Identifier"];
+      /** @description organizations/<organization_id>/passports/<passport_id>/variants/<id> */
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      passport: string;
+      gtin: string;
+      /** @description Null when only a colour was given. */
+      size: string | null;
+      /** @description Null when only a size was given. */
+      colour: string | null;
+      livemode: boolean;
+      created_at: components["schemas"]["Timestamp"];
+      agent_written?: components["schemas"]["AgentWritten"];
+    };
+    VariantList: components["schemas"]["List"] & {
+      data: components["schemas"]["Variant"][];
+    };
+    NewVariant: {
+      gtin: string;
+      size?: string;
+      colour?: string;
+    };
+    CreateVariantsRequest: {
+      variants: components["schemas"]["NewVariant"][];
+    };
+    DeletedVariant: {
+      /** @constant */
+      object: "variant";
+      id: string;
+      /** @constant */
+      deleted: true;
+    };
+    RemoveVariantsRequest: {
+      gtins: string[];
+    };
+    VariantRemoval: {
+      /** @constant */
+      object?: "variant_removal";
+      removed: string[];
+      absent: string[];
+    };
+    VariantReview: {
+      /** @constant */
+      object: "variant_review";
+      passport: string;
+      fingerprint: string;
+      agent_written_count: number;
+      variants: {
+        id: string;
+        gtin: string;
+        size: string | null;
+        colour: string | null;
+        agent_written: components["schemas"]["AgentWritten"];
+      }[];
+    };
+    UnitValue: {
+      value: unknown;
+      source: string;
+      /** Format: date */
+      observed_on: string;
+      reading_id: string;
+      /** Format: date */
+      unit_added_on: string;
+    };
+    Unit: {
+      /** @constant */
+      object: "unit";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      passport: string;
+      unit_serial: string;
+      status: components["schemas"]["UnitStatus"];
+      livemode: boolean;
+      created_at: components["schemas"]["Timestamp"];
+      values: {
+        [key: string]: components["schemas"]["UnitValue"];
+      };
+      missing_fields: string[];
+      status_history?: {
+        from: string | null;
+        to: string;
+        changed_at: components["schemas"]["Timestamp"];
+        key_id: string;
+      }[];
+    };
+    UnitList: components["schemas"]["List"] & {
+      data: components["schemas"]["Unit"][];
+    };
+    CreateUnitsRequest: {
+      units: {
+        unit_serial: string;
+        status?: string;
+      }[];
+    };
+    RecordUnitReadingRequest: {
+      /** @enum {string} */
+      field:
+        | "state_of_health"
+        | "state_of_charge"
+        | "remaining_capacity"
+        | "remaining_energy"
+        | "remaining_power_capability"
+        | "internal_resistance"
+        | "charge_discharge_cycles"
+        | "energy_throughput"
+        | "negative_events";
+      /** @description A quantity `{value, unit}` in the field's unit, or a list of texts (`negative_events`). */
+      value: unknown;
+      /** @enum {string} */
+      source: "brand_statement" | "measurement" | "battery_management_system" | "third_party_test";
+      /** Format: date */
+      observed_on: string;
+      note?: string | null;
+      document_id?: string | null;
+    };
+    UnitReading: {
+      /** @constant */
+      object: "unit_reading";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      organization_id: string;
+      passport_id: string;
+      unit_id: string;
+      field: string;
+      value: unknown;
+      source: string;
+      /** Format: date */
+      observed_on: string;
+      note: string | null;
+      document_id: string | null;
+      key_id: string;
+      livemode: boolean;
+      recorded_at: components["schemas"]["Timestamp"];
+    };
+    UnitReadingList: components["schemas"]["List"] & {
+      data: components["schemas"]["UnitReading"][];
+    };
+    /** @description `variant.*` events. */
+    VariantEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "variant";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      passport_id: string;
+      passport: string;
+      gtin: string;
+      size: string | null;
+      colour: string | null;
+    };
+    /** @description `unit.created` and `unit.status_changed` events. */
+    UnitEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "unit";
+      id: components["schemas"]["Identifier"];
+      name: string;
+      passport_id: string;
+      passport: string;
+      unit_serial: string;
+      status: string | null;
+      previous_status: string | null;
+    };
+    /** @description `unit.reading_recorded` events. */
+    UnitReadingEventRelated: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      object: "unit_reading";
+      id: components["schemas"]["Identifier"];
+      unit_id: string;
+      unit: string;
+      passport_id: string;
+      field: string;
+      observed_on: string;
+      source: string;
+    };
   };
   responses: {
     /**
@@ -7157,6 +7563,447 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listVariants: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        gtin?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of variants. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["VariantList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createVariants: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateVariantsRequest"];
+      };
+    };
+    responses: {
+      /** @description The new variants, in request order. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["VariantList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  deleteVariant: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        variantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The variant is gone. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DeletedVariant"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  removeVariants: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["RemoveVariantsRequest"];
+      };
+    };
+    responses: {
+      /** @description What was removed and what was absent. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["VariantRemoval"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  getVariantReview: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The review. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["VariantReview"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listUnits: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        status?: "original" | "repurposed" | "re-used" | "remanufactured" | "waste";
+        unit_serial?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of units. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UnitList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  createUnits: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateUnitsRequest"];
+      };
+    };
+    responses: {
+      /** @description The new units, in request order. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UnitList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      402: components["responses"]["PaymentRequired"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  changeUnitStatus: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        unitId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          status: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The unit. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Unit"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  listUnitReadings: {
+    parameters: {
+      query?: {
+        /** @description Page size, an integer from 1 to 100. */
+        limit?: components["parameters"]["Limit"];
+        /** @description The previous page's `next_cursor`, exactly as received. */
+        cursor?: components["parameters"]["Cursor"];
+        field?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        unitId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of readings. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UnitReadingList"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+    };
+  };
+  recordUnitReading: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the first request under a key is executed, later ones with
+         *     the same method, path and body replay its recorded answer (header
+         *     `Idempotent-Replayed: true`) for 24 hours; another request under the same key
+         *     is 409 `idempotency_conflict`; a key still in flight is 409 `resource_busy`.
+         */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The passport's id (opaque). */
+        id: components["parameters"]["PassportId"];
+        unitId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["RecordUnitReadingRequest"];
+      };
+    };
+    responses: {
+      /** @description The reading. */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UnitReading"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

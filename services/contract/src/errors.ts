@@ -401,3 +401,31 @@ export function boundError(err: ApiError): ApiError {
   if (err.replayedRequestId !== undefined) bounded.replayedRequestId = err.replayedRequestId;
   return bounded;
 }
+
+/** One offending item of a refusal the client can correct: where it is in the body and which rule it broke. */
+export interface OffendingItem {
+  /** JSON Pointer into the request body, e.g. `/variants/3/gtin`. */
+  pointer: string;
+  rule: string;
+  message?: string;
+}
+
+/**
+ * A refusal the client corrects item by item (a batch refused whole): `details.issues` holds a pointer per
+ * offending item, beside the code's own details (`gtin_in_use`'s passport, `already_exists`'s conflicts, ...).
+ */
+export function correctableRefusal(
+  code: ErrorCode,
+  message: string,
+  items: OffendingItem[],
+  details: ErrorDetails = {},
+): ApiError {
+  return new ApiError(code, message, {
+    ...details,
+    issues: items.map((i) => ({
+      source: { pointer: i.pointer },
+      rule: i.rule,
+      ...(i.message ? { message: i.message } : {}),
+    })),
+  });
+}

@@ -21,26 +21,6 @@ export interface PassportRelated {
   version: number;
 }
 
-export interface VariantRelated {
-  object: "variant";
-  id: string;
-  name: string;
-  passport_id: string;
-  passport: string;
-  gtin: string;
-}
-
-export interface UnitRelated {
-  object: "unit";
-  id: string;
-  name: string;
-  passport_id: string;
-  passport: string;
-  unit_serial: string;
-  status: string | null;
-  previous_status: string | null;
-}
-
 export interface ProposalRelated {
   object: "passport_proposal";
   id: string;
@@ -68,17 +48,6 @@ export interface GrantRelated {
 type Entry<R> = CatalogueEntry<R>;
 
 const PASSPORT_FIELDS = ["object", "id", "name", "category", "status", "previous_status", "version"] as const;
-const VARIANT_FIELDS = ["object", "id", "name", "passport_id", "passport", "gtin"] as const;
-const UNIT_FIELDS = [
-  "object",
-  "id",
-  "name",
-  "passport_id",
-  "passport",
-  "unit_serial",
-  "status",
-  "previous_status",
-] as const;
 const PROPOSAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
 const PUBLISH_APPROVAL_FIELDS = ["object", "id", "name", "passport_id", "state"] as const;
 const GRANT_FIELDS = ["object", "organization_id", "key_id", "scopes", "status"] as const;
@@ -97,22 +66,6 @@ export const EVENT_CATALOGUE = {
   "passport.locked": passport("A passport became readonly."),
   "passport.unlocked": passport("A readonly passport became editable again."),
   "passport.deleted": passport("A test-mode passport was deleted by the retention rule."),
-  "variant.created": {
-    description: "A variant (size/colour with a GTIN) was added.",
-    related: VARIANT_FIELDS,
-  } as Entry<VariantRelated>,
-  "variant.removed": {
-    description: "A variant was removed.",
-    related: VARIANT_FIELDS,
-  } as Entry<VariantRelated>,
-  "unit.created": {
-    description: "A serialized battery unit was added.",
-    related: UNIT_FIELDS,
-  } as Entry<UnitRelated>,
-  "unit.status_changed": {
-    description: "A unit's status changed.",
-    related: UNIT_FIELDS,
-  } as Entry<UnitRelated>,
   "proposal.created": {
     description: "A change proposal was requested.",
     related: PROPOSAL_FIELDS,

@@ -9,3 +9,4 @@ export * from "./event-catalogue";
 export * from "./catalogue/entry";
 export * from "./plans";
 export * from "./ids";
+export * from "./gtin";

@@ -2,7 +2,15 @@
 // Do not edit; run `npm run -s gen:registry` (and commit the result).
 
 import { address, type ServiceRuntime } from "@dpp/kit";
-import { documentsV1, eventsV1, filingsV1, importsV1, passportV1, webhooksV1 } from "@dpp/proto";
+import {
+  documentsV1,
+  eventsV1,
+  filingsV1,
+  importsV1,
+  passportV1,
+  variantsUnitsV1,
+  webhooksV1,
+} from "@dpp/proto";
 
 /** The address of each service the gateway calls: <NAME>_ADDR, by default the registry's port on 127.0.0.1. */
 export const downstreamEnv = {
@@ -12,6 +20,7 @@ export const downstreamEnv = {
   IMPORTS_ADDR: address.default("127.0.0.1:50055"),
   DOCUMENTS_ADDR: address.default("127.0.0.1:50054"),
   WEBHOOKS_ADDR: address.default("127.0.0.1:50057"),
+  VARIANTS_UNITS_ADDR: address.default("127.0.0.1:50053"),
 };
 
 type Runtime = Pick<ServiceRuntime<typeof downstreamEnv, unknown>, "client" | "config">;
@@ -49,6 +58,11 @@ export function connectDownstream(rt: Runtime, deadlineMs: number) {
       audience: "webhooks",
       deadlineMs,
     }),
+    variantsUnits: rt.client(variantsUnitsV1.VariantsUnitsService, {
+      address: rt.config.VARIANTS_UNITS_ADDR,
+      audience: "variants-units",
+      deadlineMs,
+    }),
   };
 }
 
@@ -63,4 +77,5 @@ export const DOWNSTREAM_SERVICES = {
   imports: "imports",
   documents: "documents",
   webhooks: "webhooks",
+  variantsUnits: "variants-units",
 } as const;

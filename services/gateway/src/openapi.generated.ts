@@ -16,7 +16,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
       "name": "DPP platform team",
       "url": "https://docs.dpp.example"
     },
-    "description": "The v1 interface of the Digital Product Passport service, as it is sent today\n(description dated 2026-08-01). Brands and their agencies call it from their PIM\nand ERP systems to create, edit, validate and publish the product information that\nEU rules (ESPR, the Battery Regulation) and French environmental display law require.\n\nThis document is the contract. Every path is relative to the server URL (`/v1`);\nrequest and response bodies are JSON (`application/json`). The raw document is\nserved at `GET /v1/openapi.json` and this page at `GET /docs`, both without a\ncredential. Where the interface specification leaves a point open (\"not shown\"),\nthe decision taken is written below or in the operation concerned.\n\n## Versioning and compatibility\n\n- The version is in the path (`/v1`). v1 gains additions without warning:\n  every object is open. Clients must ignore unknown response fields, treat unknown\n  enum values as a default case, treat identifiers as opaque strings of at most 255\n  characters (never parse them, never assume UUIDs), not depend on field order or on\n  error message wording, and branch on error codes.\n- A breaking change needs a new major version. An endpoint scheduled for removal\n  answers with `Deprecation` and `Sunset` headers and a `Link` header with\n  `rel=successor-version` long before it stops answering.\n- Timestamps are RFC 3339 strings in UTC with millisecond precision\n  (`2026-08-01T12:00:00.000Z`).\n- Every resource has `object`, a constant naming its kind, and most have `name`, a\n  resource path such as `organizations/<organization_id>/passports/<id>`.\n\n## Authentication\n\n- Send `Authorization: Bearer <API key>` over HTTPS. Nothing else authenticates a\n  request: no cookie, no query parameter, no other scheme.\n- Keys look like `dpp_sk_test_<32 base62 characters><6 base62 characters>` or\n  `dpp_sk_live_…`: 192 random bits and a checksum, so a mistyped key is refused\n  without a lookup. Only a SHA-256 digest and the last four characters are stored;\n  a key is shown once, at creation. A revocation, an expiry or a plan change takes\n  effect on the next request (every gateway is told at once; at most 5 seconds pass\n  if that notice is lost).\n- Refusal order: no header, another scheme, a malformed or unknown key →\n  `invalid_key` with `details.reason` `missing`, `scheme`, `format` or `unknown`; a\n  key whose prefix claims the other mode than its record → `mode_mismatch`; revoked →\n  `key_revoked`; expired → `key_expired`; rotated with its overlap window closed →\n  `key_rotated` (`details.replaced_by_key_id`).\n- **Modes.** Every key is bound to test or live mode and the two modes hold separate\n  data. A test key asking for a live object (or the reverse) gets 404\n  `resource_not_found`: objects of the other mode do not exist for it.\n  `mode_mismatch` is only for a credential whose text claims one mode while the key\n  record says the other. Test passports are deleted 90 days after their last edit.\n- **Scopes.** A key holds a fixed set of scopes chosen at creation:\n  `passports:read`, `passports:write`, `documents:read`, `documents:write`,\n  `units:read`, `units:write`, `events:read`, `filings:write`, `keys:admin`. A write\n  scope also allows the matching read scope, everywhere. The scope an operation\n  needs is the scope listed in its security requirement; lacking it is 403\n  `insufficient_scope` with `details.required_scope` and `details.granted_scopes`.\n  `GET /whoami` and `GET /organizations` need any valid key and no scope.\n- **Organizations.** Every organization-scoped path names exactly one organization:\n  the key's own, or a client on which the key holds a grant while the managing link\n  is accepted. Anything else, whether a stranger, a nonexistent or an overlong id,\n  answers the same 404 `organization_not_found_or_not_granted`\n  (`details.organization_id` only echoes the path). `GET /organizations` lists the\n  organizations a key reaches. The literal `-` is reserved: 400\n  `wildcard_not_supported`.\n- The category endpoints and the API description need no credential. A key sent to\n  a category endpoint is still checked (a revoked key is refused); without a key the\n  caller is measured against an anonymous counter of 60 requests per minute per\n  client address. `GET /openapi.json` and the page `/docs` are counted against the\n  same counter (304 answers included) and are refused the same way past it.\n\n## Requests and responses\n\n- Every response, success or error, carries a `Request-Id` header\n  (`req_` and 24 hexadecimal characters); an error envelope's `request_id` is the\n  same value. Quote it to support.\n- A body on POST or PATCH must be sent as `application/json`, else 415\n  `unsupported_media_type`. Each operation that takes a body states its ceiling\n  (`x-body-limit-bytes`; 1 MiB = 1048576 bytes for passport creation); a larger body\n  is 413 `payload_too_large` with `details.limit_bytes`. Malformed JSON is 400\n  `invalid_request`; a body that is JSON but not an object is 422\n  `validation_failed` with one issue at pointer `\"\"`. Operations without a body do\n  not read one, so `payload_too_large` and `unsupported_media_type` only occur on\n  operations that take a body.\n- An unknown path is 404 `resource_not_found` with `details.path`. A known path with\n  another method is 405 `method_not_allowed` with an `Allow` header (HEAD comes with\n  GET) and `details.allow`. Neither is listed under each operation.\n- A query parameter given twice where one value is expected is 400\n  `invalid_request` (rule `single_value`).\n- An operation reads only the query parameters it lists. Any other is 400\n  `invalid_request` with one issue per parameter, rule `unknown_parameter` and\n  `source.parameter` naming it as sent: a misspelt or unsupported filter is refused\n  rather than answered with an unfiltered list. Brackets are not query syntax:\n  `status[]=published` or `status[in]=draft` are refused the same way (send\n  `status=published`; a repeatable parameter such as `type` is repeated,\n  `type=a&type=b`).\n- **Input hygiene.** Every body is read by one strict JSON reader before any\n  operation sees it: a body that is not UTF-8 (rule `utf8`), not JSON\n  (`json_syntax`), that names a member twice in one object (`duplicate_member`),\n  nests objects and arrays deeper than 32 levels (`max_depth`), or has an object\n  of more than 1000 members (`max_members`) or an array of more than 10000 items\n  (`max_items`) is 400 `invalid_request` with one issue at the pointer concerned.\n  A string of the body (a value or a member name) holding U+0000 or an unpaired\n  UTF-16 surrogate is 422 `validation_failed` (rules `nul_character`,\n  `lone_surrogate`) at its pointer. In path parameters, query parameters and\n  headers the same text, or a percent-encoding that is not UTF-8, is 400\n  `invalid_request` naming the parameter or header. `Authorization` sent twice is\n  400 `invalid_request` (rule `single_value`). Text lengths (`external_id`,\n  sizes and colours) count Unicode code points: an emoji is one character.\n- A request the HTTP server cannot parse (a malformed request line, headers over\n  16 KiB) is 400 `invalid_request` with `details.reason` `malformed_request` or\n  `headers_too_large`, in the same envelope.\n- Every response carries `X-Content-Type-Options: nosniff`, `Referrer-Policy:\n  no-referrer`, `X-Frame-Options: DENY`, a `Content-Security-Policy` and\n  `Cache-Control: no-store`; `GET /openapi.json` and `/docs` instead carry an\n  `ETag` and `Cache-Control: public, max-age=300`, and answer 304 to a matching\n  `If-None-Match`.\n- **Compression.** Send `Accept-Encoding: br` or `gzip` (q-values are honoured;\n  brotli is chosen at an equal q) to receive compressed answers, with\n  `Content-Encoding` set. A JSON answer, error or not, is compressed when it is at\n  least 1024 bytes; a smaller one is sent as it is. Every JSON answer carries\n  `Vary: Accept-Encoding`. `GET /openapi.json` and `/docs` are compressed whatever\n  their size, each encoding with its own `ETag` (the plain one with `-br` or\n  `-gzip` before the closing quote); `/docs` is about 2.9 MB as it is and a fifth\n  of that with brotli. Right after a deploy, a client that accepts both may get\n  gzip for the few seconds the brotli form of `/docs` takes to make. HTTP clients\n  that ask for compression by themselves (browsers, Node's and most other `fetch`)\n  also decode it by themselves.\n\n## Lists and cursors\n\n- Lists answer `{object: \"list\", data, has_more, next_cursor}`. `limit` is an integer\n  from 1 to 100, default 20; anything else is 400 `invalid_request` naming `limit`. A\n  server may return fewer records than `limit`.\n- `cursor` is the previous page's `next_cursor`, passed back exactly. Cursors are\n  opaque and encode the list and its filters: a cursor sent to another list, with\n  other filters, or altered is 400 `cursor_invalid` (the status the specification\n  leaves open). Repeated `type` values are compared as a set.\n- Passports list newest first; `next_cursor` is null on the last page; list items\n  carry the full passport form (every field of `Passport`).\n- The event feed is oldest first; its `next_cursor` is always a string, so a client\n  can keep polling forward from the end of the feed.\n\n## Idempotency\n\n- Operations that accept `Idempotency-Key` list it as a header parameter; no other\n  operation reads it. A key is 1 to 255 printable ASCII characters (0x20 to\n  0x7E), sent once; a malformed key is 400 `invalid_request`.\n- Records live 24 hours and are scoped to (organization in the path, mode, calling\n  key's organization). The fingerprint covers method, path and body: the same key\n  with another request is 409 `idempotency_conflict`.\n- A replay returns the recorded status and body (its original `request_id`\n  included) with `Idempotent-Replayed: true`. A request whose key is still in flight\n  gets 409 `resource_busy` with `Retry-After`.\n- Only errors produced by the owning service after it began executing are recorded;\n  a gateway deadline or an unreachable service is never recorded, so a retry under\n  the same key finds the committed result. A 400 for a malformed header is never\n  recorded: fix the header and retry under the same key.\n\n## Retries\n\n- Retry on 429 and on any refusal carrying `Retry-After` (429 `rate_limited`, 409\n  `resource_busy`, 503 `storage_unavailable`, 503 `entitlement_unavailable`, 500\n  with `details.reason` `upstream_unavailable` or `upstream_timeout`) after the time\n  it names.\n- Retry a 5xx with a NEW Idempotency-Key; a key that recorded a server error replays\n  it for the retention window. Retry a 412 with a new key as well.\n- A 5xx means that nothing was applied, with one exception: 500 `internal_error`\n  with `details.reason` `outcome_unknown`. Retry that one with the SAME\n  Idempotency-Key, never a new one: the retry answers the committed result if the\n  write was applied, and applies it once if it was not. A write sent without a key\n  should be checked (for example by its `external_id`) before it is sent again.\n- Every request has a deadline of 5 s in the services behind the gateway. A\n  service that is down answers 500 `internal_error` with `details.reason`\n  `upstream_unavailable`; one that could not finish in time rolls back and answers\n  500 with `details.reason` `upstream_timeout`; a write that waited until its\n  deadline for a resource another request was changing answers 409\n  `resource_busy` (`details.reason` `lock_wait_timeout`). Each carries\n  `details.service` (500s) and `Retry-After: 1`, and none applied anything. Only\n  when no answer came back at all (a service stalled, or a connection dropped with\n  the write in flight) is the answer `outcome_unknown`, after at most 6 s. The\n  specification has no 503 code for this; `internal_error` is its code for\n  server-side failures.\n- Authenticated requests are rate limited per key, and anonymous requests (the\n  category endpoints, `/openapi.json` and `/docs`) per client address; a refusal is\n  429 `rate_limited` with `Retry-After`. Every answer to a valid key counts, its\n  refusals (403, 404, 400 …) included.\n- Failed authentications (`invalid_key`, `key_revoked`, `key_expired`,\n  `key_rotated`, `mode_mismatch`) are counted per client address (60 per minute):\n  past that budget, until the window ends, a request from the address whose key\n  is missing, malformed or not valid is 429 `rate_limited` (`details.policy`\n  `auth-failures`) instead of its refusal; a malformed key is refused without a\n  lookup. A valid key from the same address is still served: one failing client\n  behind a shared address (a NAT, an office proxy) locks nobody else out.\n- The database out of reach for a moment is 500 `internal_error` with\n  `details.reason` `database_unavailable` and `Retry-After: 1`; the service\n  reconnects by itself.\n\n## Conditional writes\n\nWrites that take `Expected-Version` compare it inside the transaction that writes;\na changed resource is 412 `precondition_failed` with `details.current_version`.\n`If-Match` accepts exactly `*` (the resource must exist; on a missing passport\nthis is 404 `resource_not_found`); any other value is 400 `invalid_request`. A\nmalformed conditional header is refused before any idempotency key is claimed.\n\n## Passport lifecycle\n\nA passport is in one of five statuses. Every move changes `version`, emits the\nevent named below (its `related` is `{object, id, name, category, status,\nprevious_status, version}`) and is refused from any other status with 409\n`wrong_status` (`details.status`, `details.allowed_statuses`), except restore,\nwhich is 409 `not_trashed`.\n\n| From | Operation | To | Event |\n|---|---|---|---|\n| (none) | `POST .../passports` | draft | `passport.created` |\n| draft | `POST .../publish` (all publish conditions) | published | `passport.published` |\n| published, deactivated | `POST .../unpublish` | draft | `passport.unpublished` |\n| draft | `POST .../trash` | trashed | `passport.trashed` |\n| trashed | `POST .../restore` | draft | `passport.restored` |\n| published | deactivation by the platform (e.g. a takedown) | deactivated | `passport.deactivated` |\n| deactivated | reactivation by the platform | published | `passport.reactivated` |\n| published | lock by the platform (legal hold, product end of life) | readonly | `passport.locked` |\n| readonly | unlock by the platform | published | `passport.unlocked` |\n| draft, published, deactivated | `PATCH` that changes something | (same) | `passport.updated` |\n| any, test mode | 90 days after the last edit | (deleted) | `passport.deleted` |\n\n- Deactivation, reactivation, lock and unlock are platform operations, not API\n  endpoints in v1.\n- `PATCH` is allowed in `draft`, `published` and `deactivated`; a connector\n  credential may change drafts only (`connector_writes_drafts_only`). `trashed` and\n  `readonly` passports cannot be changed.\n- Publish slots: a passport in `published`, `deactivated` or `readonly` holds one\n  of the plan's publish slots, counted per mode. Only live, `published` or\n  `readonly` passports resolve publicly.\n- A trashed passport keeps its GTIN claims. Test passports (any status) are deleted\n  with their GTIN claims 90 days after their last edit (`updated_at`).\n\n## Plans\n\nLive-mode writes (create, update, publish, unpublish, trash, restore) are refused\nfor the plan of the organization in the path: subscription `past_due` → 402\n`payment_overdue`; `trialing`, `canceled` or no active subscription → 402\n`no_subscription`; an active subscription on a plan that is not paid (the trial\nplan) → 402 `plan_required`. `details` carries `plan_id` and\n`subscription_status`. Test mode is never refused for the plan; publish slots\napply in both modes, each counted separately.\n\n## Events\n\nEach organization has a feed per mode, read with `GET\n/organizations/{organization}/events`. Types follow `<resource>.<verb>`:\n`passport.created`, `passport.updated`, `passport.published`,\n`passport.unpublished`, `passport.trashed`, `passport.restored`,\n`passport.deactivated`, `passport.reactivated`, `passport.locked`,\n`passport.unlocked`, `passport.deleted`, `variant.created`, `variant.removed`,\n`unit.created`, `unit.status_changed`, `document.created`, `document.uploaded`,\n`document.linked`, `document.unlinked`, `import_job.created`,\n`import_job.completed`, `proposal.created`, `proposal.withdrawn`,\n`proposal.accepted`, `proposal.rejected`, `publish_approval.approved`,\n`publish_approval.rejected`, `affichage.filed`, `grant.created`, `grant.revoked`. `related` describes the\naffected resource at the time (see `EventRelated`). New types may appear; treat\nunknown types as a default case.\n\n### Event catalogue\n\nEvery event type the services emit, the fields of its `related` object (the\n`EventRelated` schema of its resource) and when it is emitted. Generated from\nthe platform's event catalogue and checked against it by a test.\n\n| type | `related` fields | emitted when |\n| --- | --- | --- |\n| `passport.created` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was created (status draft; previous_status null). |\n| `passport.updated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport's document changed (a PATCH that changed something). |\n| `passport.published` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was published; previous_status is the status it left. |\n| `passport.unpublished` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A published passport was taken offline and is a draft again. |\n| `passport.trashed` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was moved to the trash. |\n| `passport.restored` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A trashed passport was restored; it is a draft again. |\n| `passport.deactivated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A published passport was deactivated. |\n| `passport.reactivated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A deactivated passport was published again. |\n| `passport.locked` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport became readonly. |\n| `passport.unlocked` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A readonly passport became editable again. |\n| `passport.deleted` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A test-mode passport was deleted by the retention rule. |\n| `variant.created` | `object`, `id`, `name`, `passport_id`, `passport`, `gtin` | A variant (size/colour with a GTIN) was added. |\n| `variant.removed` | `object`, `id`, `name`, `passport_id`, `passport`, `gtin` | A variant was removed. |\n| `unit.created` | `object`, `id`, `name`, `passport_id`, `passport`, `unit_serial`, `status`, `previous_status` | A serialized battery unit was added. |\n| `unit.status_changed` | `object`, `id`, `name`, `passport_id`, `passport`, `unit_serial`, `status`, `previous_status` | A unit's status changed. |\n| `proposal.created` | `object`, `id`, `name`, `passport_id`, `state` | A change proposal was requested. |\n| `proposal.withdrawn` | `object`, `id`, `name`, `passport_id`, `state` | A change proposal was withdrawn by the connector that made it. |\n| `proposal.accepted` | `object`, `id`, `name`, `passport_id`, `state` | A person accepted a change proposal; its fields were applied to the passport (a passport.updated for the same change). |\n| `proposal.rejected` | `object`, `id`, `name`, `passport_id`, `state` | A person rejected a change proposal; the passport is unchanged. |\n| `publish_approval.approved` | `object`, `id`, `name`, `passport_id`, `state` | A person approved a connector's publish on the review page; the passport was published (a passport.published for it). |\n| `publish_approval.rejected` | `object`, `id`, `name`, `passport_id`, `state` | A person rejected a connector's publish on the review page; nothing was published. |\n| `grant.created` | `object`, `organization_id`, `key_id`, `scopes`, `status` | A key was granted access to a client organization. |\n| `grant.revoked` | `object`, `organization_id`, `key_id`, `scopes`, `status` | A key's grant on a client organization ended. |\n| `document.created` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document was created with its upload (upload_state pending), attached to a passport. |\n| `document.uploaded` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document's file was confirmed in storage and its bytes match its type: upload_state is ready. |\n| `document.linked` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A library document was attached to a passport. |\n| `document.unlinked` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document was detached from a passport. |\n| `affichage.filed` | `object`, `name`, `passport_id`, `status`, `portal_gtin` | A French environmental display declaration was filed with the portal. |\n| `import.completed` | `object`, `id`, `name`, `status`, `total_rows`, `succeeded_rows`, `failed_rows` | An import job finished: every row succeeded or failed (its passports' passport.created came before). |\n| `webhook_endpoint.created` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint was created. |\n| `webhook_endpoint.updated` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint's URL, types, description or enabled state was changed, or its secret rotated. |\n| `webhook_endpoint.deleted` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint was deleted. |\n| `webhook_endpoint.disabled` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | Deliveries disabled a webhook endpoint: its receiver answered 410 Gone (disabled_reason \"gone\"), or every delivery failed for longer than the platform allows (disabled_reason \"failing\"). |\n\n### How events travel (operators)\n\nEach service writes its events to its own outbox in the transaction that changes\nstate; a relay publishes them, per organization in commit order, to the bus; the\nevents service drops duplicates by event id and numbers each (organization, mode)\nfeed in commit order. On one machine the bus is a Postgres table; in production\nit is Kafka, chosen by setting `KAFKA_BROKERS` on every service: the topic\n`KAFKA_TOPIC` (default `dpp.domain-events.v1`; created when missing, unless\n`KAFKA_TOPIC_CREATE=false`, with `KAFKA_TOPIC_PARTITIONS` partitions, default 6,\nand `KAFKA_TOPIC_REPLICATION_FACTOR`), message key = the organization id, an\nidempotent producer, and the consumer group `KAFKA_CONSUMER_GROUP` (default\n`events`), which commits offsets only after the feed transaction committed. Managed clusters:\n`KAFKA_SSL=true` (system trust store) or `KAFKA_SSL_CA` (PEM text or a path),\nand SASL with `KAFKA_SASL_MECHANISM` (`plain`, `scram-sha-256`,\n`scram-sha-512`), `KAFKA_SASL_USERNAME` and `KAFKA_SASL_PASSWORD`;\n`KAFKA_CLIENT_ID` names the client. Feed events are kept 90 days after they\nentered the feed (`FEED_RETENTION_DAYS`); a cursor older than that reads on from\nthe oldest event kept.\n\n## Errors\n\nEvery non-2xx response (and the 202 `human_approval_required`) is the envelope\n`{error: {code, message, documentation_url, request_id, details}}`. Branch on\n`code`, never on `message`. `documentation_url` links to the entry for the code.\nProblems in a body are `validation_failed` (422) with `details.issues` of\n`{source: {pointer}, rule, message}` (JSON Pointers into the body; rule names are\nstable snake_case identifiers); problems in query parameters are `invalid_request`\n(400) with `details.issues` of `{source: {parameter}, rule, message}`. No stack\ntrace, SQL or internal message ever reaches a body.\n\nAn error answer stays small whatever the request sent: `details.issues` lists at\nmost the first 100 issues (then `details.issues_truncated` is `true` and\n`details.total_issues` counts them all); a member name of more than 200 characters\nis cut to its first 200 and `…` (U+2026) in a pointer and in the messages that\nrepeat it (the issue then carries `pointer_truncated: true`); a pointer is at most\n1000 characters (a longer one ends with the token `…` where it is cut); any other\ntext of an error (its message, an issue's message, a text of its details) is at\nmost 1000 characters, a longer one ending with `… (cut from N characters)`.\n\n| Code | HTTP | Meaning |\n| --- | --- | --- |\n| `invalid_key` | 401 | key missing, malformed or unknown (`details.reason`) |\n| `key_revoked` | 401 | key revoked |\n| `key_expired` | 401 | key expired |\n| `key_rotated` | 401 | key replaced by rotation, overlap window closed |\n| `mode_mismatch` | 400 | key prefix does not match the key's mode |\n| `insufficient_scope` | 403 | the key lacks the operation's scope here |\n| `organization_not_found_or_not_granted` | 404 | no such organization or no grant on it |\n| `resource_not_found` | 404 | no such resource (or path) |\n| `wildcard_not_supported` | 400 | organization `-` is reserved |\n| `invalid_request` | 400 | request could not be understood (query, header, JSON syntax) |\n| `method_not_allowed` | 405 | the path does not answer this method; `Allow` header |\n| `payload_too_large` | 413 | body over the operation's ceiling; `details.limit_bytes` |\n| `unsupported_media_type` | 415 | body not sent as application/json |\n| `validation_failed` | 422 | body failed validation; `details.issues` |\n| `idempotency_conflict` | 409 | Idempotency-Key already used with a different request |\n| `already_exists` | 409 | a resource with this identifier exists |\n| `gtin_in_use` | 409 | GTIN belongs to another passport (`details.passport`, `product_name`, `role`) |\n| `variant_limit_reached` | 422 | passport reached its variant limit (`details.limit`, `current`, `requested`) |\n| `variant_review_required` | 409 | assistant-written sizes/colours need review first |\n| `variant_review_changed` | 409 | sizes/colours changed after the reviewed fingerprint |\n| `precondition_failed` | 412 | resource changed since the supplied version |\n| `resource_busy` | 409 | another request is modifying the resource; `Retry-After` |\n| `gtin_required` | 422 | a GTIN is required (publish, filing) |\n| `not_trashed` | 409 | only a trashed passport can be restored |\n| `wrong_status` | 409 | the passport's status does not allow the operation |\n| `publish_limit_reached` | 402 | all publish slots of the plan are used |\n| `unit_limit_reached` | 402 | more units than the plan allows |\n| `document_limit_reached` | 402 | all documents of the plan are used (a new upload) |\n| `document_missing` | 422 | a required field is satisfied only by a detached document |\n| `document_feeds_extraction` | 409 | the document records where passport values came from |\n| `document_feeds_reading` | 409 | the document supports recorded battery values |\n| `invalid_input` | 400 | request body failed validation (readings) |\n| `invalid_observed_on` | 400 | observed_on is not a valid date |\n| `invalid_source` | 400 | the source is not valid |\n| `invalid_field` | 400 | the field is not valid |\n| `invalid_note` | 400 | the note is not valid |\n| `invalid_value` | 400 | the value is not valid |\n| `invalid_document_id` | 400 | the document id is not valid |\n| `unit_status_required` | 400 | a unit's status cannot be cleared |\n| `unit_status_transition_forbidden` | 409 | no return to original; no change after waste |\n| `unit_status_history_conflict` | 409 | status conflicts with recorded history |\n| `unit_status_not_allowed` | 422 | status not one of the five; `details.allowed` |\n| `unit_reading_document_unavailable` | 400 | no such document for a reading |\n| `delegation_required` | 403 | filing needs an active delegation |\n| `attestation_required` | 403 | operation needs an accepted attestation |\n| `test_mode_refused` | 403 | test-mode credentials cannot do this |\n| `human_approval_required` | 202 | a person must approve; `details.review_url` |\n| `connector_writes_drafts_only` | 409 | a connector may only change drafts |\n| `proposal_requires_assistant` | 403 | proposals refused for this credential kind |\n| `no_changes` | 422 | the proposal changes nothing |\n| `portal_unavailable` | 502 | the portal did not answer in time |\n| `storage_unavailable` | 503 | uploads could not be confirmed; `Retry-After` |\n| `entitlement_unavailable` | 503 | entitlement could not be confirmed; `Retry-After` |\n| `no_subscription` | 402 | no subscription (e.g. a live write on a trial) |\n| `payment_overdue` | 402 | payment overdue |\n| `plan_required` | 402 | the plan does not allow it |\n| `rate_limited` | 429 | too many requests; `Retry-After` |\n| `grant_conflict` | 409 | grant endpoint conflict |\n| `grantor_not_seated` | 403 | the granting key's organization does not manage the client |\n| `france_mandate_required` | 403 | filings:write needs the client's written authorisation |\n| `key_not_grantable` | 409 | the key cannot be granted |\n| `scope_exceeds_key` | 422 | a requested scope exceeds the key's own scopes |\n| `configuration_error` | 500 | the service is misconfigured |\n| `internal_error` | 500 | server-side failure (also an unreachable service, `details.reason`) |\n| `cursor_invalid` | 400 | cursor malformed, or sent to another list or with other filters |\n"
+    "description": "The v1 interface of the Digital Product Passport service, as it is sent today\n(description dated 2026-08-01). Brands and their agencies call it from their PIM\nand ERP systems to create, edit, validate and publish the product information that\nEU rules (ESPR, the Battery Regulation) and French environmental display law require.\n\nThis document is the contract. Every path is relative to the server URL (`/v1`);\nrequest and response bodies are JSON (`application/json`). The raw document is\nserved at `GET /v1/openapi.json` and this page at `GET /docs`, both without a\ncredential. Where the interface specification leaves a point open (\"not shown\"),\nthe decision taken is written below or in the operation concerned.\n\n## Versioning and compatibility\n\n- The version is in the path (`/v1`). v1 gains additions without warning:\n  every object is open. Clients must ignore unknown response fields, treat unknown\n  enum values as a default case, treat identifiers as opaque strings of at most 255\n  characters (never parse them, never assume UUIDs), not depend on field order or on\n  error message wording, and branch on error codes.\n- A breaking change needs a new major version. An endpoint scheduled for removal\n  answers with `Deprecation` and `Sunset` headers and a `Link` header with\n  `rel=successor-version` long before it stops answering.\n- Timestamps are RFC 3339 strings in UTC with millisecond precision\n  (`2026-08-01T12:00:00.000Z`).\n- Every resource has `object`, a constant naming its kind, and most have `name`, a\n  resource path such as `organizations/<organization_id>/passports/<id>`.\n\n## Authentication\n\n- Send `Authorization: Bearer <API key>` over HTTPS. Nothing else authenticates a\n  request: no cookie, no query parameter, no other scheme.\n- Keys look like `dpp_sk_test_<32 base62 characters><6 base62 characters>` or\n  `dpp_sk_live_…`: 192 random bits and a checksum, so a mistyped key is refused\n  without a lookup. Only a SHA-256 digest and the last four characters are stored;\n  a key is shown once, at creation. A revocation, an expiry or a plan change takes\n  effect on the next request (every gateway is told at once; at most 5 seconds pass\n  if that notice is lost).\n- Refusal order: no header, another scheme, a malformed or unknown key →\n  `invalid_key` with `details.reason` `missing`, `scheme`, `format` or `unknown`; a\n  key whose prefix claims the other mode than its record → `mode_mismatch`; revoked →\n  `key_revoked`; expired → `key_expired`; rotated with its overlap window closed →\n  `key_rotated` (`details.replaced_by_key_id`).\n- **Modes.** Every key is bound to test or live mode and the two modes hold separate\n  data. A test key asking for a live object (or the reverse) gets 404\n  `resource_not_found`: objects of the other mode do not exist for it.\n  `mode_mismatch` is only for a credential whose text claims one mode while the key\n  record says the other. Test passports are deleted 90 days after their last edit.\n- **Scopes.** A key holds a fixed set of scopes chosen at creation:\n  `passports:read`, `passports:write`, `documents:read`, `documents:write`,\n  `units:read`, `units:write`, `events:read`, `filings:write`, `keys:admin`. A write\n  scope also allows the matching read scope, everywhere. The scope an operation\n  needs is the scope listed in its security requirement; lacking it is 403\n  `insufficient_scope` with `details.required_scope` and `details.granted_scopes`.\n  `GET /whoami` and `GET /organizations` need any valid key and no scope.\n- **Organizations.** Every organization-scoped path names exactly one organization:\n  the key's own, or a client on which the key holds a grant while the managing link\n  is accepted. Anything else, whether a stranger, a nonexistent or an overlong id,\n  answers the same 404 `organization_not_found_or_not_granted`\n  (`details.organization_id` only echoes the path). `GET /organizations` lists the\n  organizations a key reaches. The literal `-` is reserved: 400\n  `wildcard_not_supported`.\n- The category endpoints and the API description need no credential. A key sent to\n  a category endpoint is still checked (a revoked key is refused); without a key the\n  caller is measured against an anonymous counter of 60 requests per minute per\n  client address. `GET /openapi.json` and the page `/docs` are counted against the\n  same counter (304 answers included) and are refused the same way past it.\n\n## Requests and responses\n\n- Every response, success or error, carries a `Request-Id` header\n  (`req_` and 24 hexadecimal characters); an error envelope's `request_id` is the\n  same value. Quote it to support.\n- A body on POST or PATCH must be sent as `application/json`, else 415\n  `unsupported_media_type`. Each operation that takes a body states its ceiling\n  (`x-body-limit-bytes`; 1 MiB = 1048576 bytes for passport creation); a larger body\n  is 413 `payload_too_large` with `details.limit_bytes`. Malformed JSON is 400\n  `invalid_request`; a body that is JSON but not an object is 422\n  `validation_failed` with one issue at pointer `\"\"`. Operations without a body do\n  not read one, so `payload_too_large` and `unsupported_media_type` only occur on\n  operations that take a body.\n- An unknown path is 404 `resource_not_found` with `details.path`. A known path with\n  another method is 405 `method_not_allowed` with an `Allow` header (HEAD comes with\n  GET) and `details.allow`. Neither is listed under each operation.\n- A query parameter given twice where one value is expected is 400\n  `invalid_request` (rule `single_value`).\n- An operation reads only the query parameters it lists. Any other is 400\n  `invalid_request` with one issue per parameter, rule `unknown_parameter` and\n  `source.parameter` naming it as sent: a misspelt or unsupported filter is refused\n  rather than answered with an unfiltered list. Brackets are not query syntax:\n  `status[]=published` or `status[in]=draft` are refused the same way (send\n  `status=published`; a repeatable parameter such as `type` is repeated,\n  `type=a&type=b`).\n- **Input hygiene.** Every body is read by one strict JSON reader before any\n  operation sees it: a body that is not UTF-8 (rule `utf8`), not JSON\n  (`json_syntax`), that names a member twice in one object (`duplicate_member`),\n  nests objects and arrays deeper than 32 levels (`max_depth`), or has an object\n  of more than 1000 members (`max_members`) or an array of more than 10000 items\n  (`max_items`) is 400 `invalid_request` with one issue at the pointer concerned.\n  A string of the body (a value or a member name) holding U+0000 or an unpaired\n  UTF-16 surrogate is 422 `validation_failed` (rules `nul_character`,\n  `lone_surrogate`) at its pointer. In path parameters, query parameters and\n  headers the same text, or a percent-encoding that is not UTF-8, is 400\n  `invalid_request` naming the parameter or header. `Authorization` sent twice is\n  400 `invalid_request` (rule `single_value`). Text lengths (`external_id`,\n  sizes and colours) count Unicode code points: an emoji is one character.\n- A request the HTTP server cannot parse (a malformed request line, headers over\n  16 KiB) is 400 `invalid_request` with `details.reason` `malformed_request` or\n  `headers_too_large`, in the same envelope.\n- Every response carries `X-Content-Type-Options: nosniff`, `Referrer-Policy:\n  no-referrer`, `X-Frame-Options: DENY`, a `Content-Security-Policy` and\n  `Cache-Control: no-store`; `GET /openapi.json` and `/docs` instead carry an\n  `ETag` and `Cache-Control: public, max-age=300`, and answer 304 to a matching\n  `If-None-Match`.\n- **Compression.** Send `Accept-Encoding: br` or `gzip` (q-values are honoured;\n  brotli is chosen at an equal q) to receive compressed answers, with\n  `Content-Encoding` set. A JSON answer, error or not, is compressed when it is at\n  least 1024 bytes; a smaller one is sent as it is. Every JSON answer carries\n  `Vary: Accept-Encoding`. `GET /openapi.json` and `/docs` are compressed whatever\n  their size, each encoding with its own `ETag` (the plain one with `-br` or\n  `-gzip` before the closing quote); `/docs` is about 2.9 MB as it is and a fifth\n  of that with brotli. Right after a deploy, a client that accepts both may get\n  gzip for the few seconds the brotli form of `/docs` takes to make. HTTP clients\n  that ask for compression by themselves (browsers, Node's and most other `fetch`)\n  also decode it by themselves.\n\n## Lists and cursors\n\n- Lists answer `{object: \"list\", data, has_more, next_cursor}`. `limit` is an integer\n  from 1 to 100, default 20; anything else is 400 `invalid_request` naming `limit`. A\n  server may return fewer records than `limit`.\n- `cursor` is the previous page's `next_cursor`, passed back exactly. Cursors are\n  opaque and encode the list and its filters: a cursor sent to another list, with\n  other filters, or altered is 400 `cursor_invalid` (the status the specification\n  leaves open). Repeated `type` values are compared as a set.\n- Passports list newest first; `next_cursor` is null on the last page; list items\n  carry the full passport form (every field of `Passport`).\n- The event feed is oldest first; its `next_cursor` is always a string, so a client\n  can keep polling forward from the end of the feed.\n\n## Idempotency\n\n- Operations that accept `Idempotency-Key` list it as a header parameter; no other\n  operation reads it. A key is 1 to 255 printable ASCII characters (0x20 to\n  0x7E), sent once; a malformed key is 400 `invalid_request`.\n- Records live 24 hours and are scoped to (organization in the path, mode, calling\n  key's organization). The fingerprint covers method, path and body: the same key\n  with another request is 409 `idempotency_conflict`.\n- A replay returns the recorded status and body (its original `request_id`\n  included) with `Idempotent-Replayed: true`. A request whose key is still in flight\n  gets 409 `resource_busy` with `Retry-After`.\n- Only errors produced by the owning service after it began executing are recorded;\n  a gateway deadline or an unreachable service is never recorded, so a retry under\n  the same key finds the committed result. A 400 for a malformed header is never\n  recorded: fix the header and retry under the same key.\n\n## Retries\n\n- Retry on 429 and on any refusal carrying `Retry-After` (429 `rate_limited`, 409\n  `resource_busy`, 503 `storage_unavailable`, 503 `entitlement_unavailable`, 500\n  with `details.reason` `upstream_unavailable` or `upstream_timeout`) after the time\n  it names.\n- Retry a 5xx with a NEW Idempotency-Key; a key that recorded a server error replays\n  it for the retention window. Retry a 412 with a new key as well.\n- A 5xx means that nothing was applied, with one exception: 500 `internal_error`\n  with `details.reason` `outcome_unknown`. Retry that one with the SAME\n  Idempotency-Key, never a new one: the retry answers the committed result if the\n  write was applied, and applies it once if it was not. A write sent without a key\n  should be checked (for example by its `external_id`) before it is sent again.\n- Every request has a deadline of 5 s in the services behind the gateway. A\n  service that is down answers 500 `internal_error` with `details.reason`\n  `upstream_unavailable`; one that could not finish in time rolls back and answers\n  500 with `details.reason` `upstream_timeout`; a write that waited until its\n  deadline for a resource another request was changing answers 409\n  `resource_busy` (`details.reason` `lock_wait_timeout`). Each carries\n  `details.service` (500s) and `Retry-After: 1`, and none applied anything. Only\n  when no answer came back at all (a service stalled, or a connection dropped with\n  the write in flight) is the answer `outcome_unknown`, after at most 6 s. The\n  specification has no 503 code for this; `internal_error` is its code for\n  server-side failures.\n- Authenticated requests are rate limited per key, and anonymous requests (the\n  category endpoints, `/openapi.json` and `/docs`) per client address; a refusal is\n  429 `rate_limited` with `Retry-After`. Every answer to a valid key counts, its\n  refusals (403, 404, 400 …) included.\n- Failed authentications (`invalid_key`, `key_revoked`, `key_expired`,\n  `key_rotated`, `mode_mismatch`) are counted per client address (60 per minute):\n  past that budget, until the window ends, a request from the address whose key\n  is missing, malformed or not valid is 429 `rate_limited` (`details.policy`\n  `auth-failures`) instead of its refusal; a malformed key is refused without a\n  lookup. A valid key from the same address is still served: one failing client\n  behind a shared address (a NAT, an office proxy) locks nobody else out.\n- The database out of reach for a moment is 500 `internal_error` with\n  `details.reason` `database_unavailable` and `Retry-After: 1`; the service\n  reconnects by itself.\n\n## Conditional writes\n\nWrites that take `Expected-Version` compare it inside the transaction that writes;\na changed resource is 412 `precondition_failed` with `details.current_version`.\n`If-Match` accepts exactly `*` (the resource must exist; on a missing passport\nthis is 404 `resource_not_found`); any other value is 400 `invalid_request`. A\nmalformed conditional header is refused before any idempotency key is claimed.\n\n## Passport lifecycle\n\nA passport is in one of five statuses. Every move changes `version`, emits the\nevent named below (its `related` is `{object, id, name, category, status,\nprevious_status, version}`) and is refused from any other status with 409\n`wrong_status` (`details.status`, `details.allowed_statuses`), except restore,\nwhich is 409 `not_trashed`.\n\n| From | Operation | To | Event |\n|---|---|---|---|\n| (none) | `POST .../passports` | draft | `passport.created` |\n| draft | `POST .../publish` (all publish conditions) | published | `passport.published` |\n| published, deactivated | `POST .../unpublish` | draft | `passport.unpublished` |\n| draft | `POST .../trash` | trashed | `passport.trashed` |\n| trashed | `POST .../restore` | draft | `passport.restored` |\n| published | deactivation by the platform (e.g. a takedown) | deactivated | `passport.deactivated` |\n| deactivated | reactivation by the platform | published | `passport.reactivated` |\n| published | lock by the platform (legal hold, product end of life) | readonly | `passport.locked` |\n| readonly | unlock by the platform | published | `passport.unlocked` |\n| draft, published, deactivated | `PATCH` that changes something | (same) | `passport.updated` |\n| any, test mode | 90 days after the last edit | (deleted) | `passport.deleted` |\n\n- Deactivation, reactivation, lock and unlock are platform operations, not API\n  endpoints in v1.\n- `PATCH` is allowed in `draft`, `published` and `deactivated`; a connector\n  credential may change drafts only (`connector_writes_drafts_only`). `trashed` and\n  `readonly` passports cannot be changed.\n- Publish slots: a passport in `published`, `deactivated` or `readonly` holds one\n  of the plan's publish slots, counted per mode. Only live, `published` or\n  `readonly` passports resolve publicly.\n- A trashed passport keeps its GTIN claims. Test passports (any status) are deleted\n  with their GTIN claims 90 days after their last edit (`updated_at`).\n\n## Plans\n\nLive-mode writes (create, update, publish, unpublish, trash, restore) are refused\nfor the plan of the organization in the path: subscription `past_due` → 402\n`payment_overdue`; `trialing`, `canceled` or no active subscription → 402\n`no_subscription`; an active subscription on a plan that is not paid (the trial\nplan) → 402 `plan_required`. `details` carries `plan_id` and\n`subscription_status`. Test mode is never refused for the plan; publish slots\napply in both modes, each counted separately.\n\n## Events\n\nEach organization has a feed per mode, read with `GET\n/organizations/{organization}/events`. Types follow `<resource>.<verb>`:\n`passport.created`, `passport.updated`, `passport.published`,\n`passport.unpublished`, `passport.trashed`, `passport.restored`,\n`passport.deactivated`, `passport.reactivated`, `passport.locked`,\n`passport.unlocked`, `passport.deleted`, `variant.created`, `variant.removed`,\n`unit.created`, `unit.status_changed`, `document.created`, `document.uploaded`,\n`document.linked`, `document.unlinked`, `import_job.created`,\n`import_job.completed`, `proposal.created`, `proposal.withdrawn`,\n`proposal.accepted`, `proposal.rejected`, `publish_approval.approved`,\n`publish_approval.rejected`, `affichage.filed`, `grant.created`, `grant.revoked`. `related` describes the\naffected resource at the time (see `EventRelated`). New types may appear; treat\nunknown types as a default case.\n\n### Event catalogue\n\nEvery event type the services emit, the fields of its `related` object (the\n`EventRelated` schema of its resource) and when it is emitted. Generated from\nthe platform's event catalogue and checked against it by a test.\n\n| type | `related` fields | emitted when |\n| --- | --- | --- |\n| `passport.created` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was created (status draft; previous_status null). |\n| `passport.updated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport's document changed (a PATCH that changed something). |\n| `passport.published` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was published; previous_status is the status it left. |\n| `passport.unpublished` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A published passport was taken offline and is a draft again. |\n| `passport.trashed` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport was moved to the trash. |\n| `passport.restored` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A trashed passport was restored; it is a draft again. |\n| `passport.deactivated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A published passport was deactivated. |\n| `passport.reactivated` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A deactivated passport was published again. |\n| `passport.locked` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A passport became readonly. |\n| `passport.unlocked` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A readonly passport became editable again. |\n| `passport.deleted` | `object`, `id`, `name`, `category`, `status`, `previous_status`, `version` | A test-mode passport was deleted by the retention rule. |\n| `proposal.created` | `object`, `id`, `name`, `passport_id`, `state` | A change proposal was requested. |\n| `proposal.withdrawn` | `object`, `id`, `name`, `passport_id`, `state` | A change proposal was withdrawn by the connector that made it. |\n| `proposal.accepted` | `object`, `id`, `name`, `passport_id`, `state` | A person accepted a change proposal; its fields were applied to the passport (a passport.updated for the same change). |\n| `proposal.rejected` | `object`, `id`, `name`, `passport_id`, `state` | A person rejected a change proposal; the passport is unchanged. |\n| `publish_approval.approved` | `object`, `id`, `name`, `passport_id`, `state` | A person approved a connector's publish on the review page; the passport was published (a passport.published for it). |\n| `publish_approval.rejected` | `object`, `id`, `name`, `passport_id`, `state` | A person rejected a connector's publish on the review page; nothing was published. |\n| `grant.created` | `object`, `organization_id`, `key_id`, `scopes`, `status` | A key was granted access to a client organization. |\n| `grant.revoked` | `object`, `organization_id`, `key_id`, `scopes`, `status` | A key's grant on a client organization ended. |\n| `document.created` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document was created with its upload (upload_state pending), attached to a passport. |\n| `document.uploaded` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document's file was confirmed in storage and its bytes match its type: upload_state is ready. |\n| `document.linked` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A library document was attached to a passport. |\n| `document.unlinked` | `object`, `id`, `name`, `type`, `access_tier`, `upload_state`, `passport_id` | A document was detached from a passport. |\n| `affichage.filed` | `object`, `name`, `passport_id`, `status`, `portal_gtin` | A French environmental display declaration was filed with the portal. |\n| `import.completed` | `object`, `id`, `name`, `status`, `total_rows`, `succeeded_rows`, `failed_rows` | An import job finished: every row succeeded or failed (its passports' passport.created came before). |\n| `variant.created` | `object`, `id`, `name`, `passport_id`, `passport`, `gtin`, `size`, `colour` | A variant (size/colour with a GTIN) was added to a passport; one event per variant of the batch. |\n| `variant.removed` | `object`, `id`, `name`, `passport_id`, `passport`, `gtin`, `size`, `colour` | A variant was removed (DELETE, or POST variants/remove); one event per removed variant. |\n| `unit.created` | `object`, `id`, `name`, `passport_id`, `passport`, `unit_serial`, `status`, `previous_status` | A serialized battery unit was added (previous_status null). |\n| `unit.status_changed` | `object`, `id`, `name`, `passport_id`, `passport`, `unit_serial`, `status`, `previous_status` | A unit's status changed; previous_status is the status it left. |\n| `unit.reading_recorded` | `object`, `id`, `unit_id`, `unit`, `passport_id`, `field`, `observed_on`, `source` | A reading of one field of a unit was recorded. |\n| `webhook_endpoint.created` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint was created. |\n| `webhook_endpoint.updated` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint's URL, types, description or enabled state was changed, or its secret rotated. |\n| `webhook_endpoint.deleted` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | A webhook endpoint was deleted. |\n| `webhook_endpoint.disabled` | `object`, `id`, `name`, `url`, `enabled`, `disabled_reason` | Deliveries disabled a webhook endpoint: its receiver answered 410 Gone (disabled_reason \"gone\"), or every delivery failed for longer than the platform allows (disabled_reason \"failing\"). |\n\n### How events travel (operators)\n\nEach service writes its events to its own outbox in the transaction that changes\nstate; a relay publishes them, per organization in commit order, to the bus; the\nevents service drops duplicates by event id and numbers each (organization, mode)\nfeed in commit order. On one machine the bus is a Postgres table; in production\nit is Kafka, chosen by setting `KAFKA_BROKERS` on every service: the topic\n`KAFKA_TOPIC` (default `dpp.domain-events.v1`; created when missing, unless\n`KAFKA_TOPIC_CREATE=false`, with `KAFKA_TOPIC_PARTITIONS` partitions, default 6,\nand `KAFKA_TOPIC_REPLICATION_FACTOR`), message key = the organization id, an\nidempotent producer, and the consumer group `KAFKA_CONSUMER_GROUP` (default\n`events`), which commits offsets only after the feed transaction committed. Managed clusters:\n`KAFKA_SSL=true` (system trust store) or `KAFKA_SSL_CA` (PEM text or a path),\nand SASL with `KAFKA_SASL_MECHANISM` (`plain`, `scram-sha-256`,\n`scram-sha-512`), `KAFKA_SASL_USERNAME` and `KAFKA_SASL_PASSWORD`;\n`KAFKA_CLIENT_ID` names the client. Feed events are kept 90 days after they\nentered the feed (`FEED_RETENTION_DAYS`); a cursor older than that reads on from\nthe oldest event kept.\n\n## Errors\n\nEvery non-2xx response (and the 202 `human_approval_required`) is the envelope\n`{error: {code, message, documentation_url, request_id, details}}`. Branch on\n`code`, never on `message`. `documentation_url` links to the entry for the code.\nProblems in a body are `validation_failed` (422) with `details.issues` of\n`{source: {pointer}, rule, message}` (JSON Pointers into the body; rule names are\nstable snake_case identifiers); problems in query parameters are `invalid_request`\n(400) with `details.issues` of `{source: {parameter}, rule, message}`. No stack\ntrace, SQL or internal message ever reaches a body.\n\nAn error answer stays small whatever the request sent: `details.issues` lists at\nmost the first 100 issues (then `details.issues_truncated` is `true` and\n`details.total_issues` counts them all); a member name of more than 200 characters\nis cut to its first 200 and `…` (U+2026) in a pointer and in the messages that\nrepeat it (the issue then carries `pointer_truncated: true`); a pointer is at most\n1000 characters (a longer one ends with the token `…` where it is cut); any other\ntext of an error (its message, an issue's message, a text of its details) is at\nmost 1000 characters, a longer one ending with `… (cut from N characters)`.\n\n| Code | HTTP | Meaning |\n| --- | --- | --- |\n| `invalid_key` | 401 | key missing, malformed or unknown (`details.reason`) |\n| `key_revoked` | 401 | key revoked |\n| `key_expired` | 401 | key expired |\n| `key_rotated` | 401 | key replaced by rotation, overlap window closed |\n| `mode_mismatch` | 400 | key prefix does not match the key's mode |\n| `insufficient_scope` | 403 | the key lacks the operation's scope here |\n| `organization_not_found_or_not_granted` | 404 | no such organization or no grant on it |\n| `resource_not_found` | 404 | no such resource (or path) |\n| `wildcard_not_supported` | 400 | organization `-` is reserved |\n| `invalid_request` | 400 | request could not be understood (query, header, JSON syntax) |\n| `method_not_allowed` | 405 | the path does not answer this method; `Allow` header |\n| `payload_too_large` | 413 | body over the operation's ceiling; `details.limit_bytes` |\n| `unsupported_media_type` | 415 | body not sent as application/json |\n| `validation_failed` | 422 | body failed validation; `details.issues` |\n| `idempotency_conflict` | 409 | Idempotency-Key already used with a different request |\n| `already_exists` | 409 | a resource with this identifier exists |\n| `gtin_in_use` | 409 | GTIN belongs to another passport (`details.passport`, `product_name`, `role`) |\n| `variant_limit_reached` | 422 | passport reached its variant limit (`details.limit`, `current`, `requested`) |\n| `variant_review_required` | 409 | assistant-written sizes/colours need review first |\n| `variant_review_changed` | 409 | sizes/colours changed after the reviewed fingerprint |\n| `precondition_failed` | 412 | resource changed since the supplied version |\n| `resource_busy` | 409 | another request is modifying the resource; `Retry-After` |\n| `gtin_required` | 422 | a GTIN is required (publish, filing) |\n| `not_trashed` | 409 | only a trashed passport can be restored |\n| `wrong_status` | 409 | the passport's status does not allow the operation |\n| `publish_limit_reached` | 402 | all publish slots of the plan are used |\n| `unit_limit_reached` | 402 | more units than the plan allows |\n| `document_limit_reached` | 402 | all documents of the plan are used (a new upload) |\n| `document_missing` | 422 | a required field is satisfied only by a detached document |\n| `document_feeds_extraction` | 409 | the document records where passport values came from |\n| `document_feeds_reading` | 409 | the document supports recorded battery values |\n| `invalid_input` | 400 | request body failed validation (readings) |\n| `invalid_observed_on` | 400 | observed_on is not a valid date |\n| `invalid_source` | 400 | the source is not valid |\n| `invalid_field` | 400 | the field is not valid |\n| `invalid_note` | 400 | the note is not valid |\n| `invalid_value` | 400 | the value is not valid |\n| `invalid_document_id` | 400 | the document id is not valid |\n| `unit_status_required` | 400 | a unit's status cannot be cleared |\n| `unit_status_transition_forbidden` | 409 | no return to original; no change after waste |\n| `unit_status_history_conflict` | 409 | status conflicts with recorded history |\n| `unit_status_not_allowed` | 422 | status not one of the five; `details.allowed` |\n| `unit_reading_document_unavailable` | 400 | no such document for a reading |\n| `delegation_required` | 403 | filing needs an active delegation |\n| `attestation_required` | 403 | operation needs an accepted attestation |\n| `test_mode_refused` | 403 | test-mode credentials cannot do this |\n| `human_approval_required` | 202 | a person must approve; `details.review_url` |\n| `connector_writes_drafts_only` | 409 | a connector may only change drafts |\n| `proposal_requires_assistant` | 403 | proposals refused for this credential kind |\n| `no_changes` | 422 | the proposal changes nothing |\n| `portal_unavailable` | 502 | the portal did not answer in time |\n| `storage_unavailable` | 503 | uploads could not be confirmed; `Retry-After` |\n| `entitlement_unavailable` | 503 | entitlement could not be confirmed; `Retry-After` |\n| `no_subscription` | 402 | no subscription (e.g. a live write on a trial) |\n| `payment_overdue` | 402 | payment overdue |\n| `plan_required` | 402 | the plan does not allow it |\n| `rate_limited` | 429 | too many requests; `Retry-After` |\n| `grant_conflict` | 409 | grant endpoint conflict |\n| `grantor_not_seated` | 403 | the granting key's organization does not manage the client |\n| `france_mandate_required` | 403 | filings:write needs the client's written authorisation |\n| `key_not_grantable` | 409 | the key cannot be granted |\n| `scope_exceeds_key` | 422 | a requested scope exceeds the key's own scopes |\n| `configuration_error` | 500 | the service is misconfigured |\n| `internal_error` | 500 | server-side failure (also an unreachable service, `details.reason`) |\n| `cursor_invalid` | 400 | cursor malformed, or sent to another list or with other filters |\n"
   },
   "servers": [
     {
@@ -73,6 +73,14 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
     {
       "name": "Webhooks",
       "description": "Webhook endpoints receive the organization's event feed, pushed as it grows, in the key's mode.\n\n**Delivery.** Each event of the feed whose type an endpoint takes is POSTed to its URL as JSON: the feed's\nevent object (as `GET .../events` answers it) with one more member, `next_cursor`, the feed cursor just after\nthe event (`WebhookDelivery`). Events reach an endpoint in feed order, one at a time, at least once: the\nnext is sent only after the receiver answered 2xx to the previous one. A receiver that missed deliveries\nreads `GET .../events?cursor=<the last next_cursor it received>` and gets exactly what followed (every type:\nfilter with `type` as the endpoint does).\n\n**Signatures** follow the Standard Webhooks specification (https://www.standardwebhooks.com), so its\npublished libraries verify them (`standardwebhooks` on npm, or the SDK's `verifyWebhook`): headers\n`webhook-id` (the event's id: the same on every attempt of the event, to drop repeats), `webhook-timestamp`\n(Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of \"{id}.{timestamp}.{body}\">`, under the\nkey that the `whsec_` secret encodes in base64). During a secret rotation's overlap the header carries one\nsignature per secret, separated by a space.\n\n**Retries.** A delivery fails on any answer other than 2xx (a 3xx too: redirects are not followed), on a\nconnection refused or a timeout (3 s to connect, 10 s in all). The event is tried again with exponential\nbackoff and jitter (from 5 s, doubling, up to one hour apart) and the endpoint's later events wait\nbehind it; after five days of failures the endpoint is disabled (`disabled_reason` `failing`,\n`webhook_endpoint.disabled` event). A 410 Gone answer disables it at once (`gone`). Updating it with\n`enabled: true` resumes from the event it stopped at. A slow or failing endpoint delays no other.\n\n**Addresses.** In live mode the URL is https and its host must never resolve to a loopback, private,\ncarrier-grade NAT, link-local (cloud metadata) or other reserved address: refused when the endpoint is\ncreated or updated, and checked again at every delivery on the address then connected to, so a DNS answer\nthat changes later reaches nothing internal. Test mode also takes http URLs and loopback hosts (a receiver\non your own machine, e.g. `dpp webhooks listen`); private and metadata addresses stay refused.\n"
+    },
+    {
+      "name": "Variants",
+      "description": "The sizes and colours a textile or general passport is sold in, each with its own GTIN (at most 2000 per\npassport, whatever the plan). GTINs are one namespace per organization and mode: a GTIN is the lead GTIN\nof one passport (`data.gtin`) or the GTIN of one variant, trashed passports included; the passport's own\nlead GTIN may also be one of its variants. A battery passport has no variants (400 `invalid_request`,\n`details.reason` `category_without_variants`): it carries units.\n\nVariants written with a connector key are marked `agent_written`; publishing a passport that has any needs\nthe current `fingerprint` of `GET .../variants/review` (decision 0051).\n"
+    },
+    {
+      "name": "Units",
+      "description": "The serialized units of a battery passport, with their status (Battery Regulation, Annex XIII) and the\nreadings of their values. A unit's status machine: no status → any of the five; never back to `original`\nafter another status, nothing after `waste` (409 `unit_status_transition_forbidden`); a status the unit\nalready left is not taken again (409 `unit_status_history_conflict`); a status is never cleared (400\n`unit_status_required`). Every change is kept in `status_history` with its time and the key that made it.\n"
     }
   ],
   "paths": {
@@ -3467,6 +3475,850 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           }
         }
       }
+    },
+    "/organizations/{organization}/passports/{id}/variants": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        }
+      ],
+      "get": {
+        "operationId": "listVariants",
+        "tags": [
+          "Variants"
+        ],
+        "summary": "List a passport's variants",
+        "description": "The passport's variants in the order they were added. `gtin` (8, 12, 13 or 14 digits with a valid check\ndigit, normalised to 14 digits) keeps only the variant with that GTIN; another value is 400\n`invalid_request`.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "$ref": "#/components/parameters/Cursor"
+          },
+          {
+            "name": "gtin",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of variants.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/VariantList"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "createVariants",
+        "tags": [
+          "Variants"
+        ],
+        "summary": "Add variants to a passport",
+        "description": "Adds 1 to 1000 variants, all or none; the answer lists them in request order. Rules, each refused with a\npointer per offending item (`details.issues`):\n\n- `gtin`: 8, 12, 13 or 14 digits with a valid check digit, stored as 14 digits; unique in the batch (422\n  `validation_failed`), on the passport (409 `already_exists`) and in the organization's GTIN namespace\n  (409 `gtin_in_use` naming the holding `passport`, its `product_name` and its `role`, `lead` or\n  `variant`).\n- `size`, `colour`: 1 to 70 characters after trimming; at least one of them; the pair is unique\n  case-insensitively in the batch (422) and on the passport (409 `already_exists`).\n- At most 2000 variants per passport: 422 `variant_limit_reached` with `limit`, `current`, `requested`.\n- The passport is textile or general (400 `invalid_request`), and draft, published or deactivated (409\n  `wrong_status`). A connector key adds variants to drafts only (409 `connector_writes_drafts_only`\n  with `details.review_url`); its rows carry `agent_written`.\n\nA retry under the same Idempotency-Key replays the stored result before any new conflict or capacity\ncheck. A body refused for its shape or its rules (422 `validation_failed`) does not consume the key.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 524288,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateVariantsRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The new variants, in request order.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/VariantList"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/variants/{variantId}": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        },
+        {
+          "name": "variantId",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255
+          }
+        }
+      ],
+      "delete": {
+        "operationId": "deleteVariant",
+        "tags": [
+          "Variants"
+        ],
+        "summary": "Delete one variant",
+        "description": "Destructive. Removes the variant and releases its GTIN. On a published or deactivated passport it counts\ntoward the destructive-operation cap (429 `rate_limited`, `details.reason` `destructive_operation_cap`).\nConnector keys cannot delete variants (409 `connector_writes_drafts_only`).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:write"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The variant is gone.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/DeletedVariant"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/variants/remove": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        }
+      ],
+      "post": {
+        "operationId": "removeVariants",
+        "tags": [
+          "Variants"
+        ],
+        "summary": "Remove variants by GTIN",
+        "description": "Destructive. `gtins`: 1 to 1000 valid GTINs, normalised to 14 digits (a GTIN sent twice counts once).\nPresent rows are removed (`removed`), missing ones listed under `absent`, in request order.\n\n- Removal runs in batches of 250 GTINs, each committed with its GTINs released. If a later batch fails,\n  the answer is 500 `internal_error` with `details.reason` `removal_batch_failed` and\n  `details.removed` (the GTINs removed by the batches before it). Retry WITHOUT an Idempotency-Key to\n  finish (GTINs already removed are then listed under `absent`); the same key replays the failure.\n- A successful retry with the same key replays the original result.\n- A call that removes at least one variant of a published or deactivated passport counts once toward the\n  plan's destructive-operation cap (removals per day, UTC); past it the call is refused before anything\n  is removed: 429 `rate_limited`, `details.reason` `destructive_operation_cap`, `details.limit`,\n  `details.resets_at`, `Retry-After` until the next UTC day.\n- Connector keys cannot remove variants (409 `connector_writes_drafts_only`).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 65536,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/RemoveVariantsRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "What was removed and what was absent.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/VariantRemoval"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/variants/review": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        }
+      ],
+      "get": {
+        "operationId": "getVariantReview",
+        "tags": [
+          "Variants"
+        ],
+        "summary": "The variant review",
+        "description": "Every variant of the passport in order, with who wrote it, and `fingerprint`: SHA-256 (64 hex digits)\nover the rows. The same rows give the same fingerprint; any row added, removed or changed gives\nanother. Send it as `variant_review_fingerprint` when publishing a passport with assistant-written\nvariants.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "passports:read"
+            ]
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The review.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/VariantReview"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/units": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        }
+      ],
+      "get": {
+        "operationId": "listUnits",
+        "tags": [
+          "Units"
+        ],
+        "summary": "List a battery passport's units",
+        "description": "The units in the order they were added; `status` and `unit_serial` filter them.",
+        "security": [
+          {
+            "bearerAuth": [
+              "units:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "$ref": "#/components/parameters/Cursor"
+          },
+          {
+            "name": "status",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "enum": [
+                "original",
+                "repurposed",
+                "re-used",
+                "remanufactured",
+                "waste"
+              ]
+            }
+          },
+          {
+            "name": "unit_serial",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of units.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UnitList"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "createUnits",
+        "tags": [
+          "Units"
+        ],
+        "summary": "Add units to a battery passport",
+        "description": "Adds 1 to 1000 units, all or none. `unit_serial`: 1 to 70 characters, unique within the passport (409\n`already_exists` per serial); a serial repeated inside the request is refused per row (422\n`validation_failed`). `status`: one of the five, or omitted (422 `unit_status_not_allowed` with\n`details.allowed`). A passport that is not a battery passport: 400 `invalid_request`. More units than the\nplan allows per passport: 402 `unit_limit_reached` (`limit`, `current`, `requested`).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "units:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 262144,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateUnitsRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The new units, in request order.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UnitList"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "402": {
+            "$ref": "#/components/responses/PaymentRequired"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/units/{unitId}/status": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        },
+        {
+          "name": "unitId",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255
+          }
+        }
+      ],
+      "post": {
+        "operationId": "changeUnitStatus",
+        "tags": [
+          "Units"
+        ],
+        "summary": "Change a unit's status",
+        "description": "`{\"status\": \"<status>\"}` moves the unit (see the Units tag for the machine); the same status again\nchanges nothing. `{\"status\": null}` clears a status: refused with 400 `unit_status_required` once the\nunit has one.\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "units:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 4096,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "status"
+                ],
+                "properties": {
+                  "status": {
+                    "type": [
+                      "string",
+                      "null"
+                    ]
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The unit.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Unit"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/organizations/{organization}/passports/{id}/units/{unitId}/readings": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/Organization"
+        },
+        {
+          "$ref": "#/components/parameters/PassportId"
+        },
+        {
+          "name": "unitId",
+          "in": "path",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255
+          }
+        }
+      ],
+      "get": {
+        "operationId": "listUnitReadings",
+        "tags": [
+          "Units"
+        ],
+        "summary": "List a unit's readings",
+        "description": "Every reading of the unit in the order recorded; `field` keeps one field's.",
+        "security": [
+          {
+            "bearerAuth": [
+              "units:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "$ref": "#/components/parameters/Cursor"
+          },
+          {
+            "name": "field",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of readings.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UnitReadingList"
+                }
+              }
+            },
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "recordUnitReading",
+        "tags": [
+          "Units"
+        ],
+        "summary": "Record a reading",
+        "description": "Records one value of one field of the unit. The unit's `values` holds the latest reading of each field\n(by `observed_on`, then recording order) and `missing_fields` the fields still without one. Refusals\n(400, one code per rule, with `details.issues`): `invalid_input` (not an object, an unknown member, a\nrequired member missing), `invalid_field` (not one of the unit fields; `details.allowed`),\n`invalid_value` (not the field's shape: a quantity is `{\"value\": <number>, \"unit\": \"<its unit>\"}`,\n`negative_events` a list of texts), `invalid_source` (`details.allowed`), `invalid_observed_on` (not a\ndate YYYY-MM-DD, or in the future), `invalid_note` (1 to 1000 characters), `invalid_document_id` (not\nan identifier), `unit_reading_document_unavailable` (no such document to support the reading).\n",
+        "security": [
+          {
+            "bearerAuth": [
+              "units:write"
+            ]
+          }
+        ],
+        "x-body-limit-bytes": 16384,
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/RecordUnitReadingRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The reading.",
+            "headers": {
+              "Request-Id": {
+                "$ref": "#/components/headers/RequestId"
+              },
+              "Idempotent-Replayed": {
+                "$ref": "#/components/headers/IdempotentReplayed"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UnitReading"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
+          },
+          "429": {
+            "$ref": "#/components/responses/TooManyRequests"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -5886,12 +6738,6 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
             "$ref": "#/components/schemas/PassportEventRelated"
           },
           {
-            "$ref": "#/components/schemas/VariantEventRelated"
-          },
-          {
-            "$ref": "#/components/schemas/UnitEventRelated"
-          },
-          {
             "$ref": "#/components/schemas/ProposalEventRelated"
           },
           {
@@ -5911,21 +6757,31 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           {
             "$ref": "#/components/schemas/WebhookEndpointEventRelated"
+          },
+          {
+            "$ref": "#/components/schemas/VariantEventRelated"
+          },
+          {
+            "$ref": "#/components/schemas/UnitEventRelated"
+          },
+          {
+            "$ref": "#/components/schemas/UnitReadingEventRelated"
           }
         ],
         "discriminator": {
           "propertyName": "object",
           "mapping": {
             "passport": "#/components/schemas/PassportEventRelated",
-            "variant": "#/components/schemas/VariantEventRelated",
-            "unit": "#/components/schemas/UnitEventRelated",
             "passport_proposal": "#/components/schemas/ProposalEventRelated",
             "publish_approval": "#/components/schemas/PublishApprovalEventRelated",
             "affichage": "#/components/schemas/AffichageEventRelated",
             "grant": "#/components/schemas/GrantEventRelated",
             "import_job": "#/components/schemas/ImportJobEventRelated",
             "document": "#/components/schemas/DocumentEventRelated",
-            "webhook_endpoint": "#/components/schemas/WebhookEndpointEventRelated"
+            "webhook_endpoint": "#/components/schemas/WebhookEndpointEventRelated",
+            "variant": "#/components/schemas/VariantEventRelated",
+            "unit": "#/components/schemas/UnitEventRelated",
+            "unit_reading": "#/components/schemas/UnitReadingEventRelated"
           }
         }
       },
@@ -5972,80 +6828,6 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "version": {
             "type": "integer",
             "minimum": 1
-          }
-        }
-      },
-      "VariantEventRelated": {
-        "description": "`variant.*` events.",
-        "type": "object",
-        "required": [
-          "object",
-          "id",
-          "name",
-          "passport_id",
-          "passport",
-          "gtin"
-        ],
-        "properties": {
-          "object": {
-            "type": "string",
-            "const": "variant"
-          },
-          "id": {
-            "$ref": "#/components/schemas/Identifier"
-          },
-          "name": {
-            "type": "string"
-          },
-          "passport_id": {
-            "$ref": "#/components/schemas/Identifier"
-          },
-          "passport": {
-            "type": "string"
-          },
-          "gtin": {
-            "$ref": "#/components/schemas/Gtin14"
-          }
-        }
-      },
-      "UnitEventRelated": {
-        "description": "`unit.*` events.",
-        "type": "object",
-        "required": [
-          "object",
-          "id",
-          "name",
-          "passport_id",
-          "passport",
-          "unit_serial",
-          "status",
-          "previous_status"
-        ],
-        "properties": {
-          "object": {
-            "type": "string",
-            "const": "unit"
-          },
-          "id": {
-            "$ref": "#/components/schemas/Identifier"
-          },
-          "name": {
-            "type": "string"
-          },
-          "passport_id": {
-            "$ref": "#/components/schemas/Identifier"
-          },
-          "passport": {
-            "type": "string"
-          },
-          "unit_serial": {
-            "type": "string"
-          },
-          "status": {
-            "$ref": "#/components/schemas/UnitStatus"
-          },
-          "previous_status": {
-            "$ref": "#/components/schemas/UnitStatus"
           }
         }
       },
@@ -14019,6 +14801,735 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
               "string",
               "null"
             ]
+          }
+        }
+      },
+      "AgentWritten": {
+        "description": "Who wrote an assistant-written row (a connector key), or null.",
+        "type": [
+          "object",
+          "null"
+        ],
+        "required": [
+          "keyId",
+          "keyName",
+          "at",
+          "sourceClass"
+        ],
+        "properties": {
+          "keyId": {
+            "type": "string"
+          },
+          "keyName": {
+            "type": "string"
+          },
+          "at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "sourceClass": {
+            "type": "string",
+            "description": "`agent_asserted`: the values are the assistant's."
+          }
+        }
+      },
+      "Variant": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "organization_id",
+          "passport_id",
+          "passport",
+          "gtin",
+          "size",
+          "colour",
+          "livemode",
+          "created_at"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "variant"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string",
+            "description": "organizations/<organization_id>/passports/<passport_id>/variants/<id>"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string"
+          },
+          "gtin": {
+            "type": "string",
+            "pattern": "^[0-9]{14}$"
+          },
+          "size": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Null when only a colour was given."
+          },
+          "colour": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Null when only a size was given."
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "created_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "agent_written": {
+            "$ref": "#/components/schemas/AgentWritten"
+          }
+        }
+      },
+      "VariantList": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/List"
+          },
+          {
+            "type": "object",
+            "required": [
+              "data"
+            ],
+            "properties": {
+              "data": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/Variant"
+                }
+              }
+            }
+          }
+        ]
+      },
+      "NewVariant": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "gtin"
+        ],
+        "properties": {
+          "gtin": {
+            "type": "string"
+          },
+          "size": {
+            "type": "string"
+          },
+          "colour": {
+            "type": "string"
+          }
+        }
+      },
+      "CreateVariantsRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "variants"
+        ],
+        "properties": {
+          "variants": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1000,
+            "items": {
+              "$ref": "#/components/schemas/NewVariant"
+            }
+          }
+        }
+      },
+      "DeletedVariant": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "deleted"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "variant"
+          },
+          "id": {
+            "type": "string"
+          },
+          "deleted": {
+            "type": "boolean",
+            "const": true
+          }
+        }
+      },
+      "RemoveVariantsRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "gtins"
+        ],
+        "properties": {
+          "gtins": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1000,
+            "items": {
+              "type": "string"
+            }
+          }
+        }
+      },
+      "VariantRemoval": {
+        "type": "object",
+        "required": [
+          "removed",
+          "absent"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "variant_removal"
+          },
+          "removed": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "absent": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          }
+        }
+      },
+      "VariantReview": {
+        "type": "object",
+        "required": [
+          "object",
+          "passport",
+          "fingerprint",
+          "agent_written_count",
+          "variants"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "variant_review"
+          },
+          "passport": {
+            "type": "string"
+          },
+          "fingerprint": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+          },
+          "agent_written_count": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "variants": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "id",
+                "gtin",
+                "size",
+                "colour",
+                "agent_written"
+              ],
+              "properties": {
+                "id": {
+                  "type": "string"
+                },
+                "gtin": {
+                  "type": "string"
+                },
+                "size": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "colour": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "agent_written": {
+                  "$ref": "#/components/schemas/AgentWritten"
+                }
+              }
+            }
+          }
+        }
+      },
+      "UnitValue": {
+        "type": "object",
+        "required": [
+          "value",
+          "source",
+          "observed_on",
+          "reading_id",
+          "unit_added_on"
+        ],
+        "properties": {
+          "value": {},
+          "source": {
+            "type": "string"
+          },
+          "observed_on": {
+            "type": "string",
+            "format": "date"
+          },
+          "reading_id": {
+            "type": "string"
+          },
+          "unit_added_on": {
+            "type": "string",
+            "format": "date"
+          }
+        }
+      },
+      "Unit": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "organization_id",
+          "passport_id",
+          "passport",
+          "unit_serial",
+          "status",
+          "livemode",
+          "created_at",
+          "values",
+          "missing_fields"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "unit"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string"
+          },
+          "unit_serial": {
+            "type": "string",
+            "maxLength": 70
+          },
+          "status": {
+            "$ref": "#/components/schemas/UnitStatus"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "created_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          },
+          "values": {
+            "type": "object",
+            "additionalProperties": {
+              "$ref": "#/components/schemas/UnitValue"
+            }
+          },
+          "missing_fields": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "status_history": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "from",
+                "to",
+                "changed_at",
+                "key_id"
+              ],
+              "properties": {
+                "from": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "to": {
+                  "type": "string"
+                },
+                "changed_at": {
+                  "$ref": "#/components/schemas/Timestamp"
+                },
+                "key_id": {
+                  "type": "string"
+                }
+              }
+            }
+          }
+        }
+      },
+      "UnitList": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/List"
+          },
+          {
+            "type": "object",
+            "required": [
+              "data"
+            ],
+            "properties": {
+              "data": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/Unit"
+                }
+              }
+            }
+          }
+        ]
+      },
+      "CreateUnitsRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "units"
+        ],
+        "properties": {
+          "units": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1000,
+            "items": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "unit_serial"
+              ],
+              "properties": {
+                "unit_serial": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 70
+                },
+                "status": {
+                  "type": "string"
+                }
+              }
+            }
+          }
+        }
+      },
+      "RecordUnitReadingRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "field",
+          "value",
+          "source",
+          "observed_on"
+        ],
+        "properties": {
+          "field": {
+            "type": "string",
+            "enum": [
+              "state_of_health",
+              "state_of_charge",
+              "remaining_capacity",
+              "remaining_energy",
+              "remaining_power_capability",
+              "internal_resistance",
+              "charge_discharge_cycles",
+              "energy_throughput",
+              "negative_events"
+            ]
+          },
+          "value": {
+            "description": "A quantity `{value, unit}` in the field's unit, or a list of texts (`negative_events`)."
+          },
+          "source": {
+            "type": "string",
+            "enum": [
+              "brand_statement",
+              "measurement",
+              "battery_management_system",
+              "third_party_test"
+            ]
+          },
+          "observed_on": {
+            "type": "string",
+            "format": "date"
+          },
+          "note": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "document_id": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        }
+      },
+      "UnitReading": {
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "organization_id",
+          "passport_id",
+          "unit_id",
+          "field",
+          "value",
+          "source",
+          "observed_on",
+          "note",
+          "document_id",
+          "key_id",
+          "livemode",
+          "recorded_at"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "unit_reading"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string"
+          },
+          "organization_id": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "unit_id": {
+            "type": "string"
+          },
+          "field": {
+            "type": "string"
+          },
+          "value": {},
+          "source": {
+            "type": "string"
+          },
+          "observed_on": {
+            "type": "string",
+            "format": "date"
+          },
+          "note": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "document_id": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "key_id": {
+            "type": "string"
+          },
+          "livemode": {
+            "type": "boolean"
+          },
+          "recorded_at": {
+            "$ref": "#/components/schemas/Timestamp"
+          }
+        }
+      },
+      "UnitReadingList": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/List"
+          },
+          {
+            "type": "object",
+            "required": [
+              "data"
+            ],
+            "properties": {
+              "data": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/UnitReading"
+                }
+              }
+            }
+          }
+        ]
+      },
+      "VariantEventRelated": {
+        "description": "`variant.*` events.",
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "passport_id",
+          "passport",
+          "gtin",
+          "size",
+          "colour"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "variant"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string"
+          },
+          "gtin": {
+            "type": "string"
+          },
+          "size": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "colour": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        }
+      },
+      "UnitEventRelated": {
+        "description": "`unit.created` and `unit.status_changed` events.",
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "name",
+          "passport_id",
+          "passport",
+          "unit_serial",
+          "status",
+          "previous_status"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "unit"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "name": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "passport": {
+            "type": "string"
+          },
+          "unit_serial": {
+            "type": "string"
+          },
+          "status": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "previous_status": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        }
+      },
+      "UnitReadingEventRelated": {
+        "description": "`unit.reading_recorded` events.",
+        "type": "object",
+        "required": [
+          "object",
+          "id",
+          "unit_id",
+          "unit",
+          "passport_id",
+          "field",
+          "observed_on",
+          "source"
+        ],
+        "properties": {
+          "object": {
+            "type": "string",
+            "const": "unit_reading"
+          },
+          "id": {
+            "$ref": "#/components/schemas/Identifier"
+          },
+          "unit_id": {
+            "type": "string"
+          },
+          "unit": {
+            "type": "string"
+          },
+          "passport_id": {
+            "type": "string"
+          },
+          "field": {
+            "type": "string"
+          },
+          "observed_on": {
+            "type": "string"
+          },
+          "source": {
+            "type": "string"
           }
         }
       }

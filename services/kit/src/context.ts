@@ -11,6 +11,8 @@ export interface PlanContext {
   publishLimit?: number;
   unitLimit?: number;
   documentLimit?: number;
+  /** Effective variant removals on published or deactivated passports per UTC day (decision 0051). */
+  destructiveOperationCap?: number;
 }
 
 /**
@@ -140,6 +142,7 @@ export const wireContextSchema = z.object({
       publish_limit: limit.optional(),
       unit_limit: limit.optional(),
       document_limit: limit.optional(),
+      destructive_operation_cap: limit.optional(),
     })
     .optional(),
   // The caller organization alone (a keyed write; its key and fingerprint travel beside the token), or all
@@ -172,6 +175,7 @@ export function contextToWire(ctx: SignedContext): WireContext {
     if (p.publishLimit !== undefined) w.plan.publish_limit = p.publishLimit;
     if (p.unitLimit !== undefined) w.plan.unit_limit = p.unitLimit;
     if (p.documentLimit !== undefined) w.plan.document_limit = p.documentLimit;
+    if (p.destructiveOperationCap !== undefined) w.plan.destructive_operation_cap = p.destructiveOperationCap;
   }
   if (ctx.idempotency) w.idempotency = { caller_organization_id: ctx.idempotency.callerOrganizationId };
   return w;
@@ -193,6 +197,8 @@ export function contextFromWire(value: unknown): SignedContext | undefined {
     if (p.publish_limit !== undefined) ctx.plan.publishLimit = p.publish_limit;
     if (p.unit_limit !== undefined) ctx.plan.unitLimit = p.unit_limit;
     if (p.document_limit !== undefined) ctx.plan.documentLimit = p.document_limit;
+    if (p.destructive_operation_cap !== undefined)
+      ctx.plan.destructiveOperationCap = p.destructive_operation_cap;
   }
   if (w.idempotency) {
     const i = w.idempotency;

@@ -46,7 +46,7 @@ import type { RequestContext } from "./context";
 import { queryAside } from "./db";
 import { DeadlineExceeded, outcomeUnknown } from "./deadline";
 import type { CallContext } from "./grpc";
-import { BUSY_RETRY_AFTER_S, IDEMPOTENCY_RETENTION_HOURS } from "./idempotency";
+import { BUSY_RETRY_AFTER_S, IDEMPOTENCY_RETENTION_HOURS, isRecordedFailure } from "./idempotency";
 import { ambients } from "./keyed-work";
 import type { Logger } from "./logger";
 
@@ -186,7 +186,7 @@ export async function once<T>(
 export function failureAfterEffects(ctx: RequestContext, err: unknown, log: () => Logger): unknown {
   if (!affected.has(ctx)) return err;
   // A refusal, and a 5xx of the spec's own (storage_unavailable ...), which is recorded and replays, as they are.
-  if (err instanceof ApiError && err.code !== "internal_error") return err;
+  if (err instanceof ApiError && (err.code !== "internal_error" || isRecordedFailure(err))) return err;
   log().warn(
     { err },
     "a call failed after an effect outside the database ran or may have run; answered outcome_unknown",

@@ -404,9 +404,17 @@ export function addService<T extends GenServiceMethods>(
       // A handler may throw synchronously: the async function turns it into a refusal like any other.
       const run = async () =>
         create(m.output, (await fn(call.request, callContext)) as MessageInitShape<DescMessage>);
+      const preflight = options.preflight?.[m.localName];
       // A 5xx after an effect of `once` ran is not "nothing was applied" (effects.ts).
       const fail = (err: unknown) =>
         sendRefusal(call, cb, toServiceError(failureAfterEffects(ctx, err, logOf), logOf()));
+      if (preflight)
+        try {
+          preflight(call.request, callContext);
+        } catch (err) {
+          sendRefusal(call, cb, toServiceError(err, logOf()));
+          return;
+        }
       if (idem && ctx.idempotency) {
         runIdempotent(
           {
@@ -474,6 +482,13 @@ export interface AddServiceOptions {
    * calls are refused (`keyNotHonoured`).
    */
   idempotency?: { db: Kysely<any>; onCommitted?: () => void; openWithWork?: boolean };
+  /**
+   * Checks of a method's request that run before its Idempotency-Key is claimed (by method's local name): a
+   * refusal they throw is answered and never recorded, so the client corrects the request and sends it again
+   * under the same key (the spec's "correctable refusals in the preliminary check do not consume the key").
+   * Pure checks of the request only: no database, no other service.
+   */
+  preflight?: Record<string, (request: any, call: CallContext) => void>;
 }
 
 /** Initial metadata of an answer that replays the result recorded under the call's Idempotency-Key. */

@@ -729,7 +729,11 @@ async function attempt<R>(
         // (decision 0044): it is not the request's answer, and the same key may run again. The spec's own 5xx codes
         // (storage_unavailable, portal_unavailable, entitlement_unavailable) are the request's answer and replay,
         // as its retry rule 2 says. A conflict of `once` (effects.ts) is the key's answer to another request.
-        if (!(err instanceof ApiError) || err.code === "internal_error" || UNRECORDED.has(err.code))
+        if (
+          !(err instanceof ApiError) ||
+          (err.code === "internal_error" && !recordedFailures.has(err)) ||
+          UNRECORDED.has(err.code)
+        )
           throw err;
         // Recorded as it is answered: within the bounds of an error answer, whatever the request echoed.
         refusal = boundError(err);
@@ -797,6 +801,39 @@ function resultOf(res: QueryResult | QueryResult[], command: string): QueryResul
   const found = (Array.isArray(res) ? res : [res]).find((r) => r.command === command);
   if (!found) throw new Error(`no ${command} in the answer to a message`);
   return found;
+}
+
+/** internal_errors marked by `recordedFailure`: the request's answer, recorded and replayed. */
+const recordedFailures = new WeakSet<ApiError>();
+
+/**
+ * Marks an internal_error as the request's answer, recorded under its Idempotency-Key and replayed: a failure after
+ * part of the request was applied and committed (a removal whose later batch failed, listing in its details what
+ * was applied). An internal_error is otherwise "nothing was applied" and never recorded (decision 0044).
+ */
+export function recordedFailure(err: ApiError): ApiError {
+  recordedFailures.add(err);
+  return err;
+}
+
+/** Whether `err` was marked by recordedFailure. */
+export function isRecordedFailure(err: unknown): boolean {
+  return err instanceof ApiError && recordedFailures.has(err);
+}
+
+/**
+ * A transaction of an effect run by `once` (effects.ts), committed by itself before the effect's result is
+ * recorded: the effect's own writes in this service's database that must stay when the call's work then fails
+ * (the completed batches of a removal). Opened with the effect's run, never the call's context.
+ */
+export async function effectTransaction<DB, T>(
+  db: Kysely<DB>,
+  run: { deadline: number },
+  fn: (trx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  return Number.isFinite(run.deadline)
+    ? boundedTransaction(db, run.deadline, fn)
+    : db.transaction().execute(fn);
 }
 
 /** Refusals that are never recorded as a keyed call's answer (see `attempt`). */

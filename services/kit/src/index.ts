@@ -48,6 +48,8 @@ export {
 // The store: transactions that join a keyed call's, one-statement writes, statements compiled once, errors.
 export {
   createIdempotencyTable,
+  effectTransaction,
+  recordedFailure,
   singleStatement,
   transaction,
   type CallScope,
@@ -69,7 +71,14 @@ export {
 } from "./pagination";
 
 // Events: written to the outbox with the change, consumed from the bus (`rt.bus`).
-export { createOutboxTable, outboxInsert, writeOutbox, type OutboxTable, type WithOutbox } from "./outbox";
+export {
+  createOutboxTable,
+  outboxInsert,
+  writeOutbox,
+  writeOutboxMany,
+  type OutboxTable,
+  type WithOutbox,
+} from "./outbox";
 export { DOMAIN_EVENTS_TOPIC } from "./events";
 export {
   DEFAULT_FEED_CONSUMER_GROUP,

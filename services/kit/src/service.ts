@@ -36,7 +36,7 @@ import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox"
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
 import { enableKeyedCallChecks } from "./keyed-work";
-import { addService, createClient, type PromiseClient, type ServiceImpl } from "./grpc";
+import { addService, createClient, type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
   createContextVerifier,
@@ -129,7 +129,11 @@ export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
     o: { address: string; audience: string; deadlineMs?: number },
   ): PromiseClient<T> & { close(): void };
   /** Serves a generated gRPC service from this process (gRPC services only). */
-  serve<T extends GenServiceMethods>(service: GenService<T>, impl: ServiceImpl<T>): void;
+  serve<T extends GenServiceMethods>(
+    service: GenService<T>,
+    impl: ServiceImpl<T>,
+    options?: { preflight?: Partial<Record<keyof T & string, (request: any, call: CallContext) => void>> },
+  ): void;
   /** Starts periodic singleton work (see jobs.ts); stopped by the template. */
   job(o: Omit<LeaderJobOptions, "log" | "lock"> & { lock?: boolean }): LeaderJob;
   /** Runs on shutdown, after the gRPC server drained; hooks run last-registered first. */
@@ -318,7 +322,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         hooks.push(() => c.close());
         return c;
       },
-      serve: (service, impl) => {
+      serve: (service, impl, serveOptions) => {
         if (!verifier) throw new Error(`${def.name} is not a gRPC service`);
         const trust = verifier;
         registrations.push((server) => {
@@ -330,6 +334,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
                   openWithWork: typeof def.idempotency === "object" && def.idempotency.openWithWork,
                 }
               : undefined,
+            preflight: serveOptions?.preflight as Record<string, (request: any, call: CallContext) => void>,
           });
           return (service as unknown as { typeName: string }).typeName;
         });

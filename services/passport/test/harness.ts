@@ -13,7 +13,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { passportV1, timestampFromDate } from "@dpp/proto";
 import { PASSPORT_SCHEMA, passportService, type PassportServiceOptions } from "../src/service";
 import type { PassportDB } from "../src/store/schema";
-import { gtinCheckDigit } from "../src/domain/gtin";
+import { gtinCheckDigit } from "@dpp/contract";
 
 export interface Tenant {
   organizationId: string;

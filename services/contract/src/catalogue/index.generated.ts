@@ -4,7 +4,14 @@
 import { EVENTS as documents } from "./documents";
 import { EVENTS as filings } from "./filings";
 import { EVENTS as imports } from "./imports";
+import { EVENTS as variantsUnits } from "./variants-units";
 import { EVENTS as webhooks } from "./webhooks";
 
 /** Every service's own event types (each file's EVENTS), merged into EVENT_CATALOGUE. */
-export const SERVICE_EVENTS = { ...documents, ...filings, ...imports, ...webhooks } as const;
+export const SERVICE_EVENTS = {
+  ...documents,
+  ...filings,
+  ...imports,
+  ...variantsUnits,
+  ...webhooks,
+} as const;

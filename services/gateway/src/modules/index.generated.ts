@@ -10,6 +10,7 @@ import { fromDeps as filings } from "../../../filings/gateway/module";
 import { fromDeps as imports } from "../../../imports/gateway/module";
 import { fromDeps as documents } from "../../../documents/gateway/module";
 import { fromDeps as webhooks } from "../../../webhooks/gateway/module";
+import { fromDeps as variantsUnits } from "../../../variants-units/gateway/module";
 
 export const MODULE_FACTORIES: readonly ModuleFactory[] = [
   identity,
@@ -19,4 +20,5 @@ export const MODULE_FACTORIES: readonly ModuleFactory[] = [
   imports,
   documents,
   webhooks,
+  variantsUnits,
 ];

@@ -6,7 +6,7 @@
 import { validationFailed, type Issue } from "@dpp/contract";
 import { findCategory } from "./categories";
 import { validatePassportData } from "./validate";
-import { normalizeGtin } from "./gtin";
+import { normalizeGtin } from "@dpp/contract";
 
 export interface NewPassportFields {
   category: string;

@@ -1,6 +1,6 @@
 /** The batches of ClaimGtins and ReleaseGtins (from the variants service): their shape and GTINs. */
 import { validationFailed, type Issue } from "@dpp/contract";
-import { normalizeGtin } from "./gtin";
+import { normalizeGtin } from "@dpp/contract";
 
 export interface ClaimInput {
   gtin: string;

@@ -3,7 +3,7 @@
  * (https://<resolver host>/01/<gtin14>[/21/<serial>], GS1 Digital Link URI syntax 1.x; the linkset is asked for
  * with ?linkType=linkset as the GS1-Conformant Resolver standard requires). Pure: hosts come from configuration.
  */
-import { normalizeGtin } from "./gtin";
+import { normalizeGtin } from "@dpp/contract";
 import { PUBLIC_STATUSES } from "./lifecycle";
 
 export interface LinkHosts {

@@ -6,7 +6,7 @@
 import { pointerToken, validationFailed, type Issue } from "@dpp/contract";
 import { applyMergePatch, jsonEqual, type Json } from "./merge-patch";
 import { validatePassportData } from "./validate";
-import { normalizeGtin } from "./gtin";
+import { normalizeGtin } from "@dpp/contract";
 import { codePoints, MAX_IDENTIFIER_LENGTH } from "./create-passport";
 
 const READ_ONLY = new Set([

@@ -11,7 +11,7 @@ import type Ajv2020 from "ajv/dist/2020";
 import { createCategoryAjv, documentIdKeys, fieldsRequiredForPublish, findCategory } from "./categories";
 import type { CategoryDefinition } from "./categories";
 import { PATTERN_MESSAGES } from "./categories/fields";
-import { gtinCheckDigit } from "./gtin";
+import { gtinCheckDigit } from "@dpp/contract";
 
 /** Every rule name this module can report. Stable English identifiers; callers branch on them. */
 export const VALIDATION_RULES = [

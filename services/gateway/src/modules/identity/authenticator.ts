@@ -254,5 +254,6 @@ export function planContext(planId: string, subscriptionStatus: string): PlanCon
     publishLimit: limits.publishLimit,
     unitLimit: limits.unitLimit,
     documentLimit: limits.documentLimit,
+    destructiveOperationCap: limits.destructiveOperationCap,
   };
 }

@@ -5,7 +5,7 @@
 import Ajv2020 from "ajv/dist/2020";
 import type { KeywordDefinition } from "ajv";
 import addFormats from "ajv-formats";
-import { hasGtinShape, normalizeGtin } from "../gtin";
+import { hasGtinShape, normalizeGtin } from "@dpp/contract";
 import { ACCESS_TIERS } from "./types";
 
 export const METADATA_KEYWORDS: readonly KeywordDefinition[] = [

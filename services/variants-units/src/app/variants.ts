@@ -1,0 +1,348 @@
+/**
+ * The variants of a passport (spec: Variants; docs/decisions/0051-variants-and-units.md).
+ *
+ * GTINs are claimed through the passport service, which owns the organization's GTIN namespace. The order of the
+ * steps is what keeps claims and rows from drifting apart when a process dies between them: a claim is always made
+ * before its variant row exists (create) and released only after the row is gone (removal), so the only leftover
+ * a crash can make is a claim without its row, which the passport service's reconciler releases
+ * (services/passport/src/app/gtin-reconciler.ts); the reconciler here (reconcile.ts) re-claims a row whose claim
+ * went missing.
+ */
+import { createHash } from "node:crypto";
+import { ApiError, correctableRefusal, normalizeGtin } from "@dpp/contract";
+import {
+  once,
+  recordedFailure,
+  requireTenant,
+  type CallContext,
+  type RequestContext,
+  type TenantContext,
+} from "@dpp/kit";
+import {
+  conflictsWithStored,
+  MAX_VARIANTS_PER_PASSPORT,
+  reviewFingerprint,
+  VARIANT_CATEGORIES,
+  variantIdFor,
+  type NormalizedVariant,
+} from "../domain/variants";
+import { LimitReached, type VariantRow } from "../store/store";
+import {
+  notFound,
+  readContext,
+  readPassport,
+  reviewUrl,
+  type PassportView,
+  type VariantsUnitsApp,
+} from "./deps";
+
+type Call = Pick<CallContext, "ctx" | "deadline">;
+
+/** Statuses whose variants can change. */
+const EDITABLE = ["draft", "published", "deactivated"];
+
+function checkCategory(p: PassportView): void {
+  if (!VARIANT_CATEGORIES.includes(p.category))
+    throw new ApiError(
+      "invalid_request",
+      `A ${p.category} passport has no variants: variants are for textile and general passports${p.category === "battery" ? "; a battery passport carries units" : ""}.`,
+      { reason: "category_without_variants", category: p.category, allowed_categories: VARIANT_CATEGORIES },
+    );
+}
+
+function checkEditable(p: PassportView): void {
+  if (!EDITABLE.includes(p.status))
+    throw new ApiError("wrong_status", `The variants of a ${p.status} passport cannot change.`, {
+      status: p.status,
+      allowed_statuses: EDITABLE,
+    });
+}
+
+function connectorRefusal(
+  app: VariantsUnitsApp,
+  t: TenantContext,
+  p: PassportView,
+  removal: boolean,
+): ApiError {
+  return new ApiError(
+    "connector_writes_drafts_only",
+    removal
+      ? "A connector cannot remove variants; a person can."
+      : `A connector may only add variants to drafts; this passport is ${p.status}. A person can make the change.`,
+    {
+      passport_id: p.id,
+      status: p.status,
+      reason: removal ? "connector_cannot_remove" : "not_a_draft",
+      review_url: reviewUrl(app, t, p.id),
+    },
+  );
+}
+
+/** A claim request's fingerprint: the same batch, the same fingerprint on every run. */
+const fingerprintOf = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex");
+
+/** The context of a keyed call to the passport service: the effect's key as its Idempotency-Key. */
+function effectContext(
+  ctx: RequestContext,
+  t: TenantContext,
+  effectKey: string,
+  request: unknown,
+): RequestContext {
+  return {
+    ...readContext(ctx),
+    idempotency: {
+      key: effectKey,
+      fingerprint: fingerprintOf(request),
+      callerOrganizationId: t.organizationId,
+    },
+  };
+}
+
+/** gtin_in_use from the passport service, its pointers moved from the claims to the request's variants. */
+function asVariantRefusal(err: unknown): unknown {
+  if (!(err instanceof ApiError) || err.code !== "gtin_in_use") return err;
+  const conflicts = (err.details.conflicts as { index: number; gtin: string }[] | undefined) ?? [];
+  const { issues: _i, index: _x, ...rest } = err.details;
+  return correctableRefusal(
+    "gtin_in_use",
+    err.message,
+    conflicts.map((c) => ({
+      pointer: `/variants/${c.index}/gtin`,
+      rule: "gtin_in_use",
+      message: `GTIN ${c.gtin} belongs to another passport.`,
+    })),
+    rest,
+  );
+}
+
+export interface CreateInput {
+  passportId: string;
+  variants: NormalizedVariant[];
+  keyName: string;
+}
+
+export async function createVariants(
+  app: VariantsUnitsApp,
+  call: Call,
+  input: CreateInput,
+): Promise<VariantRow[]> {
+  const { ctx } = call;
+  const t = requireTenant(ctx);
+  const p = await readPassport(app, ctx, input.passportId);
+  checkCategory(p);
+  checkEditable(p);
+  const connector = ctx.credentialKind === "connector";
+  if (connector && p.status !== "draft") throw connectorRefusal(app, t, p, false);
+
+  // Checks against the stored rows before anything is claimed.
+  const stored = await app.store.variantKeys(t, p.id);
+  const requested = input.variants.length;
+  if (stored.length + requested > MAX_VARIANTS_PER_PASSPORT) throw limitReached(stored.length, requested);
+  const conflict = conflictsWithStored(input.variants, stored);
+  if (conflict) throw conflict;
+
+  // The claim: once per Idempotency-Key; the rows' ids come from its effect key, so every run names the same rows.
+  const ids = await once(call, "claim-gtins", async (effectKey, run) => {
+    const ids = input.variants.map((_, i) => variantIdFor(effectKey, i));
+    const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId: p.id, ownerId: ids[i]! }));
+    try {
+      await app.passport.claimGtins(
+        { claims },
+        { context: effectContext(ctx, t, effectKey, claims), deadlineMs: msLeft(run) },
+      );
+    } catch (err) {
+      throw asVariantRefusal(err);
+    }
+    return ids;
+  });
+
+  const agent = connector
+    ? { keyId: ctx.keyId ?? "", keyName: input.keyName, sourceClass: "agent_asserted" }
+    : null;
+  try {
+    const rows = await app.store.insertVariants(
+      ctx,
+      t,
+      p.id,
+      input.variants.map((v, i) => ({
+        id: ids[i]!,
+        gtin: v.gtin,
+        size: v.size,
+        colour: v.colour,
+        pair_key: v.pairKey,
+        agent,
+      })),
+      MAX_VARIANTS_PER_PASSPORT,
+    );
+    if (!ctx.idempotency) app.onCommitted();
+    return rows;
+  } catch (err) {
+    if (err instanceof LimitReached) throw limitReached(err.current, requested);
+    throw err;
+  }
+}
+
+function limitReached(current: number, requested: number): ApiError {
+  return new ApiError(
+    "variant_limit_reached",
+    `A passport has at most ${MAX_VARIANTS_PER_PASSPORT} variants; it has ${current} and ${requested} were sent.`,
+    { limit: MAX_VARIANTS_PER_PASSPORT, current, requested },
+  );
+}
+
+export async function listVariants(
+  app: VariantsUnitsApp,
+  ctx: RequestContext,
+  passportId: string,
+  fetch: number,
+  afterSeq: number | undefined,
+  gtin: string | undefined,
+): Promise<VariantRow[]> {
+  const t = requireTenant(ctx);
+  await readPassport(app, ctx, passportId);
+  return app.store.listVariants(t, passportId, fetch, afterSeq, gtin);
+}
+
+export async function variantReview(app: VariantsUnitsApp, ctx: RequestContext, passportId: string) {
+  const t = requireTenant(ctx);
+  await readPassport(app, ctx, passportId);
+  return reviewOf(await app.store.allVariants(t, passportId));
+}
+
+export function reviewOf(rows: VariantRow[]) {
+  return {
+    rows,
+    fingerprint: reviewFingerprint(rows),
+    agentWrittenCount: rows.filter((r) => r.agent_key_id !== null).length,
+  };
+}
+
+/** The destructive-operation cap: refused before anything is removed. */
+function capRefusal(cap: number): ApiError {
+  const now = new Date();
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  const retryAfter = Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
+  return new ApiError(
+    "rate_limited",
+    `The organization's plan allows ${cap} variant removals from published or deactivated passports per day (UTC); the cap is reached.`,
+    { reason: "destructive_operation_cap", limit: cap, resets_at: new Date(midnight).toISOString() },
+    { "Retry-After": String(retryAfter) },
+  );
+}
+
+const capOf = (ctx: RequestContext) => ctx.plan?.destructiveOperationCap ?? 20;
+
+/**
+ * One batch of a removal, run once per key as an effect: its rows are deleted (and, for the first batch of a
+ * destructive call, the cap counted) in a transaction of its own, committed before the claims are released.
+ */
+async function removeBatch(
+  app: VariantsUnitsApp,
+  call: Call,
+  t: TenantContext,
+  p: PassportView,
+  rows: VariantRow[],
+  n: number,
+  countCap: boolean,
+): Promise<string[]> {
+  const { ctx } = call;
+  return once(call, `remove-${n}`, async (effectKey, run) => {
+    if (app.failRemovalBatch === n) throw new Error(`removal batch ${n} failed (fault injection)`);
+    const cap = capOf(ctx);
+    const deleted = await app.store.deleteVariants(
+      { run },
+      t,
+      p.id,
+      rows.map((r) => r.id),
+      countCap ? cap : undefined,
+    );
+    if (deleted === "cap_reached") throw capRefusal(cap);
+    if (deleted.length) {
+      const releases = deleted.map((r) => ({ gtin: r.gtin, ownerId: r.id }));
+      await app.passport.releaseGtins(
+        { releases },
+        { context: effectContext(ctx, t, effectKey, releases), deadlineMs: msLeft(run) },
+      );
+      app.onCommitted();
+    }
+    return deleted.map((r) => r.gtin);
+  });
+}
+
+export async function removeVariants(
+  app: VariantsUnitsApp,
+  call: Call,
+  passportId: string,
+  gtins: string[],
+): Promise<{ removed: string[]; absent: string[] }> {
+  const { ctx } = call;
+  const t = requireTenant(ctx);
+  const p = await readPassport(app, ctx, passportId);
+  if (ctx.credentialKind === "connector") throw connectorRefusal(app, t, p, true);
+  checkCategory(p);
+  checkEditable(p);
+  const present = new Map((await app.store.variantsByGtins(t, p.id, gtins)).map((r) => [r.gtin, r]));
+  const rows = gtins.flatMap((g) => present.get(g) ?? []);
+  const destructive = p.status === "published" || p.status === "deactivated";
+  const removed = new Set<string>();
+  for (let n = 1, at = 0; at < rows.length; n++, at += app.removalBatch) {
+    try {
+      for (const g of await removeBatch(
+        app,
+        call,
+        t,
+        p,
+        rows.slice(at, at + app.removalBatch),
+        n,
+        destructive && n === 1,
+      ))
+        removed.add(g);
+    } catch (err) {
+      if (n === 1) throw err;
+      const done = gtins.filter((g) => removed.has(g));
+      throw recordedFailure(
+        new ApiError(
+          "internal_error",
+          `The removal stopped at batch ${n}: ${done.length} GTINs were removed (details.removed). Retry without an Idempotency-Key to remove the rest; the same key replays this answer.`,
+          { reason: "removal_batch_failed", batch: n, removed: done },
+        ),
+      );
+    }
+  }
+  return { removed: gtins.filter((g) => removed.has(g)), absent: gtins.filter((g) => !removed.has(g)) };
+}
+
+export async function deleteVariant(
+  app: VariantsUnitsApp,
+  call: Call,
+  passportId: string,
+  variantId: string,
+): Promise<void> {
+  const { ctx } = call;
+  const t = requireTenant(ctx);
+  const p = await readPassport(app, ctx, passportId);
+  if (ctx.credentialKind === "connector") throw connectorRefusal(app, t, p, true);
+  const row = await app.store.variantById(t, p.id, variantId);
+  if (!row) throw notFound("variant", variantId);
+  checkEditable(p);
+  const destructive = p.status === "published" || p.status === "deactivated";
+  const gone = await removeBatch(app, call, t, p, [row], 1, destructive);
+  if (!gone.length) throw notFound("variant", variantId);
+}
+
+/** The GTIN of the `gtin` filter, normalised (invalid_request when it is not a GTIN). */
+export function gtinFilter(raw: string): string | undefined {
+  if (raw === "") return undefined;
+  const g = normalizeGtin(raw);
+  if (!g)
+    throw new ApiError("invalid_request", "gtin is a GTIN of 8, 12, 13 or 14 digits with its check digit.", {
+      issues: [{ source: { parameter: "gtin" }, rule: "gtin", message: "Not a valid GTIN." }],
+    });
+  return g;
+}
+
+/** The time left for a call to another service (undefined: the client's default). */
+function msLeft(run: { msLeft(): number }): number | undefined {
+  const ms = run.msLeft();
+  return Number.isFinite(ms) ? ms : undefined;
+}

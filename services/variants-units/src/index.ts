@@ -1,0 +1,2 @@
+export { variantsUnitsService } from "./service";
+export { variantsUnitsEnv } from "./config";

@@ -1,0 +1,270 @@
+/** VariantsUnitsService: thin handlers; the rules live in ../domain and ../app, the queries in ../store. */
+import { ApiError } from "@dpp/contract";
+import { decodeCursor, page, pageLimit, requireTenant, type CallContext, type ImplOf } from "@dpp/kit";
+import { timestampFromDate, type variantsUnitsV1 } from "@dpp/proto";
+import {
+  changeUnitStatus,
+  createUnits,
+  getUnit,
+  listReadings,
+  listUnits,
+  recordReading,
+  type UnitView,
+} from "../app/units";
+import {
+  createVariants,
+  deleteVariant,
+  gtinFilter,
+  listVariants,
+  removeVariants,
+  reviewOf,
+  variantReview,
+} from "../app/variants";
+import type { VariantsUnitsApp } from "../app/deps";
+import { isUnitStatus, normalizeUnitBatch, statusNotAllowed } from "../domain/units";
+import { normalizeRemovalGtins, normalizeVariantBatch } from "../domain/variants";
+import type { ReadingRow, StatusChangeRow, VariantRow } from "../store/store";
+
+const variantMessage = (r: VariantRow) => ({
+  id: r.id,
+  organizationId: r.organization_id,
+  livemode: r.livemode,
+  passportId: r.passport_id,
+  gtin: r.gtin,
+  size: r.size ?? undefined,
+  colour: r.colour ?? undefined,
+  createdAt: timestampFromDate(r.created_at),
+  agentWritten:
+    r.agent_key_id !== null
+      ? {
+          keyId: r.agent_key_id,
+          keyName: r.agent_key_name ?? "",
+          at: timestampFromDate(r.agent_at ?? r.created_at),
+          sourceClass: r.agent_source_class ?? "agent_asserted",
+        }
+      : undefined,
+});
+
+const changeMessage = (c: StatusChangeRow) => ({
+  fromStatus: c.from_status ?? "",
+  toStatus: c.to_status,
+  changedAt: timestampFromDate(c.changed_at),
+  keyId: c.key_id,
+});
+
+const unitMessage = (v: UnitView) => ({
+  id: v.row.id,
+  organizationId: v.row.organization_id,
+  livemode: v.row.livemode,
+  passportId: v.row.passport_id,
+  unitSerial: v.row.unit_serial,
+  status: v.row.status ?? "",
+  createdAt: timestampFromDate(v.row.created_at),
+  valuesJson: JSON.stringify(v.values),
+  missingFields: v.missingFields,
+  statusHistory: v.history.map(changeMessage),
+});
+
+const readingMessage = (r: ReadingRow) => ({
+  id: r.id,
+  unitId: r.unit_id,
+  passportId: r.passport_id,
+  organizationId: r.organization_id,
+  livemode: r.livemode,
+  field: r.field,
+  valueJson: JSON.stringify(r.value),
+  source: r.source,
+  observedOn: r.observed_on,
+  note: r.note ?? undefined,
+  documentId: r.document_id ?? undefined,
+  keyId: r.key_id,
+  recordedAt: timestampFromDate(r.recorded_at),
+});
+
+/** A cursor's position: the `seq` of the last row of the page. */
+function after(list: string, filters: Record<string, string | null>, cursor: string): number | undefined {
+  const at = decodeCursor<unknown>(list, filters, cursor);
+  if (at !== undefined && (typeof at !== "number" || !Number.isSafeInteger(at)))
+    throw new ApiError("cursor_invalid", "The cursor is malformed; pass next_cursor exactly as received.");
+  return at as number | undefined;
+}
+
+function idOf(value: string, what: string): string {
+  if (value.length < 1 || value.length > 255)
+    throw new ApiError("resource_not_found", `No ${what} ${value.slice(0, 255)}.`, {
+      id: value.slice(0, 255),
+    });
+  return value;
+}
+
+/** The request checks that run before the call's Idempotency-Key is claimed (kit: serve's preflight). */
+export const preflight = {
+  createVariants: (req: variantsUnitsV1.CreateVariantsRequest) => {
+    normalizeVariantBatch(req.variants);
+  },
+  removeVariants: (req: variantsUnitsV1.RemoveVariantsRequest) => {
+    normalizeRemovalGtins(req.gtins);
+  },
+  createUnits: (req: variantsUnitsV1.CreateUnitsRequest) => {
+    normalizeUnitBatch(req.units.map((u) => ({ unit_serial: u.unitSerial, status: u.status })));
+  },
+};
+
+export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsUnitsV1.VariantsUnitsService> {
+  const call = (c: CallContext) => ({ ctx: c.ctx, deadline: c.deadline });
+  return {
+    listVariants: async (req, { ctx }) => {
+      const gtin = gtinFilter(req.gtin);
+      const limit = pageLimit(req.limit);
+      const filters = { passport: req.passportId, gtin: gtin ?? null };
+      const rows = await listVariants(
+        app,
+        ctx,
+        idOf(req.passportId, "passport"),
+        limit + 1,
+        after("variants", filters, req.cursor),
+        gtin,
+      );
+      const p = page(rows, limit, { list: "variants", filters, position: (r) => r.seq });
+      return { variants: p.rows.map(variantMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
+    },
+
+    createVariants: async (req, c) => {
+      const variants = normalizeVariantBatch(req.variants);
+      const rows = await createVariants(app, call(c), {
+        passportId: idOf(req.passportId, "passport"),
+        variants,
+        keyName: req.keyName,
+      });
+      return { variants: rows.map(variantMessage) };
+    },
+
+    deleteVariant: async (req, c) => {
+      await deleteVariant(app, call(c), idOf(req.passportId, "passport"), idOf(req.variantId, "variant"));
+      return { id: req.variantId };
+    },
+
+    removeVariants: async (req, c) => {
+      const gtins = normalizeRemovalGtins(req.gtins);
+      return removeVariants(app, call(c), idOf(req.passportId, "passport"), gtins);
+    },
+
+    getVariantReview: async (req, { ctx }) => {
+      const r = await variantReview(app, ctx, idOf(req.passportId, "passport"));
+      return {
+        fingerprint: r.fingerprint,
+        agentWrittenCount: r.agentWrittenCount,
+        variants: r.rows.map(variantMessage),
+      };
+    },
+
+    getPublishFacts: async (req, { ctx }) => {
+      const t = requireTenant(ctx);
+      const [rows, units] = await Promise.all([
+        app.store.allVariants(t, req.passportId),
+        app.store.unitCount(t, req.passportId),
+      ]);
+      const r = reviewOf(rows);
+      return { variantFingerprint: r.fingerprint, agentWrittenCount: r.agentWrittenCount, unitCount: units };
+    },
+
+    findVariantOwners: async (req, { ctx }) => {
+      const t = requireTenant(ctx);
+      return { found: await app.store.existingVariantIds(t, req.variantIds.slice(0, 1000)) };
+    },
+
+    listUnits: async (request, { ctx }) => {
+      // An absent filter may arrive as an empty string.
+      const req = {
+        ...request,
+        status: request.status || undefined,
+        unitSerial: request.unitSerial || undefined,
+      };
+      if (req.status !== undefined && !isUnitStatus(req.status))
+        throw new ApiError(
+          "invalid_request",
+          `status is one of original, repurposed, re-used, remanufactured, waste.`,
+          {
+            issues: [{ source: { parameter: "status" }, rule: "enum" }],
+          },
+        );
+      const limit = pageLimit(req.limit);
+      const filters = {
+        passport: req.passportId,
+        status: req.status ?? null,
+        unit_serial: req.unitSerial ?? null,
+      };
+      const rows = await listUnits(
+        app,
+        ctx,
+        idOf(req.passportId, "passport"),
+        limit + 1,
+        after("units", filters, req.cursor),
+        {
+          status: req.status,
+          unitSerial: req.unitSerial,
+        },
+      );
+      const p = page(rows, limit, { list: "units", filters, position: (v) => v.row.seq });
+      return { units: p.rows.map(unitMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
+    },
+
+    createUnits: async (req, { ctx }) => {
+      const units = normalizeUnitBatch(
+        req.units.map((u) => ({ unit_serial: u.unitSerial, status: u.status })),
+      );
+      const views = await createUnits(app, ctx, idOf(req.passportId, "passport"), units);
+      return { units: views.map(unitMessage) };
+    },
+
+    getUnit: async (req, { ctx }) => {
+      const v = await getUnit(app, ctx, idOf(req.passportId, "passport"), idOf(req.unitId, "unit"));
+      return { unit: unitMessage(v) };
+    },
+
+    changeUnitStatus: async (req, { ctx }) => {
+      if (req.status !== undefined && !isUnitStatus(req.status))
+        throw statusNotAllowed(req.status, "/status");
+      const out = await changeUnitStatus(
+        app,
+        ctx,
+        idOf(req.passportId, "passport"),
+        idOf(req.unitId, "unit"),
+        req.status ?? null,
+      );
+      return { unit: unitMessage(out.view), changed: out.changed };
+    },
+
+    listUnitReadings: async (request, { ctx }) => {
+      const req = { ...request, field: request.field || undefined };
+      const limit = pageLimit(req.limit);
+      const filters = { unit: req.unitId, field: req.field ?? null };
+      const rows = await listReadings(
+        app,
+        ctx,
+        idOf(req.passportId, "passport"),
+        idOf(req.unitId, "unit"),
+        limit + 1,
+        after("unit-readings", filters, req.cursor),
+        req.field,
+      );
+      const p = page(rows, limit, { list: "unit-readings", filters, position: (r) => r.seq });
+      return { readings: p.rows.map(readingMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
+    },
+
+    recordUnitReading: async (req, { ctx }) => {
+      const r = await recordReading(
+        app,
+        ctx,
+        idOf(req.passportId, "passport"),
+        idOf(req.unitId, "unit"),
+        req.bodyJson,
+      );
+      return { reading: readingMessage(r) };
+    },
+
+    getUnitUsage: async (_req, { ctx }) => {
+      return { unitCount: await app.store.tenantUnitCount(requireTenant(ctx)) };
+    },
+  };
+}
