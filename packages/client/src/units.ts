@@ -15,7 +15,8 @@ import type { components } from "./openapi.generated";
 import type { ListIterator } from "./pagination";
 
 export type Unit = components["schemas"]["Unit"];
-export type UnitList = components["schemas"]["UnitList"];
+/** A page of units: the generated `List & { data: Unit[] }` with `data` typed as the items alone. */
+export type UnitList = Omit<components["schemas"]["UnitList"], "data"> & { data: Unit[] };
 export type UnitReading = components["schemas"]["UnitReading"];
 export type NewUnit = components["schemas"]["CreateUnitsRequest"]["units"][number];
 export type NewUnitReading = components["schemas"]["RecordUnitReadingRequest"];

@@ -16,7 +16,8 @@ import type { ListIterator } from "./pagination";
 
 export type Variant = components["schemas"]["Variant"];
 export type NewVariant = components["schemas"]["NewVariant"];
-export type VariantList = components["schemas"]["VariantList"];
+/** A page of variants: the generated `List & { data: Variant[] }` with `data` typed as the items alone. */
+export type VariantList = Omit<components["schemas"]["VariantList"], "data"> & { data: Variant[] };
 export type VariantRemoval = components["schemas"]["VariantRemoval"];
 export type VariantReview = components["schemas"]["VariantReview"];
 export type DeletedVariant = components["schemas"]["DeletedVariant"];

@@ -1,6 +1,6 @@
 /** The imports schema: its tables as kysely types (this service's only). */
 import type { ColumnType, Generated } from "kysely";
-import type { OutboxTable, WithIdempotency } from "@dpp/kit";
+import type { CredentialKind, OutboxTable, WithIdempotency } from "@dpp/kit";
 
 export const IMPORTS_SCHEMA = "imports";
 
@@ -10,7 +10,7 @@ export type RowStatus = "pending" | "succeeded" | "failed";
 /** What of the POST's signed context the rows are created under. */
 export interface JobContext {
   keyId?: string;
-  credentialKind?: "secret" | "connector";
+  credentialKind?: CredentialKind;
   plan?: {
     planId: string;
     subscriptionStatus: string;

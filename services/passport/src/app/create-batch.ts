@@ -6,10 +6,9 @@
  * their order, so the first of them wins as it would from one client; the others run side by side.
  */
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
-import { ApiError } from "@dpp/contract";
+import { ApiError, normalizeGtin } from "@dpp/contract";
 import { requireTenant, runKeyedItem, type RequestContext } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
-import { normalizeGtin } from "../domain/gtin";
 import type { PassportRow } from "../store";
 import type { PassportApp } from "./deps";
 import { createPassport } from "./create";

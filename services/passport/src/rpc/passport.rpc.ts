@@ -4,7 +4,7 @@
  */
 import type { ImplOf, RequestContext } from "@dpp/kit";
 import { create } from "@bufbuild/protobuf";
-import { passportV1, timestampFromDate } from "@dpp/proto";
+import { passportV1 } from "@dpp/proto";
 import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
