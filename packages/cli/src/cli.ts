@@ -11,6 +11,7 @@ import {
   Dpp,
   DppError,
   SDK_VERSION,
+  verifyWebhook,
   type CreatePassportParams,
   type Event,
   type KnownCategory,
@@ -19,7 +20,6 @@ import {
 } from "@dpp/client";
 import { CursorStore, readConfig, resolveSettings, writeConfig, type Env, type Settings } from "./config";
 import { ConfigError, EXIT, exitCodeOf, messageOf, NotAvailableError, UsageError } from "./errors";
-import { call } from "./http";
 import {
   chunks,
   importFile,
@@ -460,20 +460,26 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 authentication or permi
       const s = settingsOf();
       const dpp = clientOf(s);
       const orgId = await organizationOf(s, dpp);
-      await call(s, "GET", `/organizations/${encodeURIComponent(orgId)}/webhooks`, {
-        capability: "Webhooks",
-      });
-      const { Webhook } = await import("standardwebhooks");
-      const verifier = new Webhook(secret);
+      // The endpoints exist on this server (a server without them answers 404 resource_not_found).
+      try {
+        await dpp.organization(orgId).webhooks.list({ limit: 1 }).pages().next();
+      } catch (err) {
+        if (err instanceof DppError && err.status === 404 && err.code === "resource_not_found")
+          throw new NotAvailableError("Webhooks");
+        throw err;
+      }
       const server = http.createServer((req, res) => {
         const parts: Buffer[] = [];
         req.on("data", (c: Buffer) => parts.push(c));
-        req.on("end", () => {
+        req.on("end", async () => {
           const body = Buffer.concat(parts).toString("utf8");
           const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
           let payload: Record<string, unknown>;
           try {
-            payload = verifier.verify(body, headers) as Record<string, unknown>;
+            payload = (await verifyWebhook(body, headers, secret)).event as unknown as Record<
+              string,
+              unknown
+            >;
           } catch (err) {
             io.err(`${errColors.red("rejected")} ${req.method} ${req.url}: ${(err as Error).message}`);
             res.writeHead(400).end();
