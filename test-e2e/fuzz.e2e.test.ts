@@ -496,7 +496,9 @@ function resolvePath(r: Recipe): string {
   return r.op.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
     const v = r.params[`{${name}}`] ?? { kind: "state", n: 0 };
     if (v.kind === "raw") return v.raw;
-    if (v.kind === "text") return encode(v.text);
+    // A value of only dots is a dot segment: the HTTP client resolves it away (WHATWG URL) and sends
+    // another path, so it never reaches the server as this parameter's value. Sent with a letter after it.
+    if (v.kind === "text") return /^\.{1,2}$/.test(v.text) ? encode(`${v.text}x`) : encode(v.text);
     const live = r.credential === "live";
     switch (name) {
       case "organization":
@@ -519,7 +521,8 @@ function resolveQuery(r: Recipe): string {
   const parts = r.query.map(([name, v]) => {
     const n = encode(name);
     if (typeof v === "number") {
-      const samples = QUERY_SAMPLES[name] ?? ["x"];
+      // Own keys only: a generated name such as "__proto__" is not a sample list.
+      const samples = Object.hasOwn(QUERY_SAMPLES, name) ? QUERY_SAMPLES[name]! : ["x"];
       return `${n}=${encode(samples[v % samples.length]!)}`;
     }
     if (v.kind === "raw") return `${n}=${v.raw}`;

@@ -90,10 +90,12 @@ function after(list: string, filters: Record<string, string | null>, cursor: str
 }
 
 function idOf(value: string, what: string): string {
-  if (value.length < 1 || value.length > 255)
-    throw new ApiError("resource_not_found", `No ${what} ${value.slice(0, 255)}.`, {
-      id: value.slice(0, 255),
-    });
+  if (value.length < 1 || value.length > 255) {
+    // Cut at a code point, never inside a surrogate pair: a lone surrogate cannot be stored with the
+    // recorded answer of a keyed call (Postgres JSON refuses it).
+    const shown = Array.from(value).slice(0, 64).join("");
+    throw new ApiError("resource_not_found", `No ${what} ${shown}.`, { id: shown });
+  }
   return value;
 }
 
