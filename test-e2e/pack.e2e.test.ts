@@ -20,7 +20,7 @@ const CLIENT = path.join(root, "packages", "client");
 const CLI = path.join(root, "packages", "cli");
 /** Budgets: what a browser app's bundler adds when it imports the whole SDK (minified, gzip), and the tarball. */
 const BUNDLE_BUDGET_GZIP = 8 * 1024;
-const TARBALL_BUDGET = 80 * 1024;
+const TARBALL_BUDGET = 128 * 1024; // six resources and their generated types since 1.0.0: about 101 KiB
 
 let h: Harness;
 let t: Tenant;

@@ -97,6 +97,25 @@ const AUTHZ_BODIES: Record<string, unknown> = Object.assign(
   }),
 );
 
+/** The bodies of test-e2e/authz-matrix.json's rows (the gateway's own routes), by operation. */
+const MATRIX_BODIES: Record<string, unknown> = Object.fromEntries(
+  (
+    JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "test-e2e", "authz-matrix.json"), "utf8")) as {
+      routes: Array<{ operation: string; body?: unknown }>;
+    }
+  ).routes
+    .filter((r) => r.body !== undefined)
+    .map((r) => [r.operation, r.body]),
+);
+
+/** Well-formed bodies of the variants and units routes, whose authorization rows send none. */
+const WELL_FORMED: Record<string, unknown> = {
+  createVariants: { variants: [{ gtin: "4006381333931", size: "M" }] },
+  removeVariants: { gtins: ["4006381333931"] },
+  createUnits: { units: [{ unit_serial: "SN-1" }] },
+  changeUnitStatus: { status: "original" },
+};
+
 function keyedInput(route: Route): object {
   const params = Object.fromEntries(
     [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name, `${name}_1`]),
@@ -104,7 +123,13 @@ function keyedInput(route: Route): object {
   return {
     params,
     query: {},
-    body: route.bodyLimitBytes !== undefined ? (AUTHZ_BODIES[route.operationId] ?? {}) : undefined,
+    body:
+      route.bodyLimitBytes !== undefined
+        ? (AUTHZ_BODIES[route.operationId] ??
+          MATRIX_BODIES[route.operationId] ??
+          WELL_FORMED[route.operationId] ??
+          {})
+        : undefined,
     conditional: route.conditional ? {} : undefined,
     ctx: {
       requestId: "req_keyed_routes",
@@ -131,7 +156,9 @@ describe("routes that accept an Idempotency-Key", () => {
       await handler(keyedInput(route)).catch(() => undefined);
       expect(calls.length).toBeGreaterThan(0);
       for (const call of calls) {
-        const entry = registry.find((s) => s.name === call.dependency && s.kind === "grpc");
+        // The gateway's dependencies are named in camelCase (variants-units: variantsUnits).
+        const camel = (name: string) => name.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase());
+        const entry = registry.find((s) => camel(s.name) === call.dependency && s.kind === "grpc");
         // The gateway's own store (identity) keeps no idempotency record: such a route cannot replay.
         expect([route.operationId, call.dependency, entry?.kind ?? "not a registered gRPC service"]).toEqual([
           route.operationId,

@@ -1988,7 +1988,9 @@ export interface components {
       /** @description The proposed fields that changed on the passport since the proposal (when `out_of_date`). */
       moved: string[];
       /** @description The proposed fields as sent. */
-      fields: Record<string, never>;
+      fields: {
+        [key: string]: unknown;
+      };
       /**
        * Format: uri
        * @description Where a person of the organization reviews it (signed in; not the API).
@@ -7477,7 +7479,12 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description No body, or an empty object. */
+    requestBody?: {
+      content: {
+        "application/json": Record<string, never>;
+      };
+    };
     responses: {
       /** @description The attempt, succeeded or failed. */
       200: {
@@ -7493,6 +7500,9 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };
@@ -7547,7 +7557,12 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description No body, or an empty object. */
+    requestBody?: {
+      content: {
+        "application/json": Record<string, never>;
+      };
+    };
     responses: {
       /** @description The new attempt, succeeded or failed. */
       200: {
@@ -7563,6 +7578,9 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      413: components["responses"]["PayloadTooLarge"];
+      415: components["responses"]["UnsupportedMediaType"];
+      422: components["responses"]["UnprocessableEntity"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

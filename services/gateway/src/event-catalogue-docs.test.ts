@@ -55,9 +55,13 @@ describe("event catalogue documentation", () => {
     const schemas = openapi.components.schemas;
     for (const { type, related } of catalogue) {
       const resource = type.split(".")[0]!;
-      const matches = Object.entries(schemas).filter(
-        ([name, s]) => name.endsWith("EventRelated") && s.description?.includes(`\`${resource}.*\``),
-      );
+      // The schema that names the type itself (`unit.reading_recorded`), else the one of its resource (`unit.*`).
+      const describing = (text: string) =>
+        Object.entries(schemas).filter(
+          ([name, s]) => name.endsWith("EventRelated") && s.description?.includes(`\`${text}\``),
+        );
+      const named = describing(type);
+      const matches = named.length ? named : describing(`${resource}.*`);
       expect({ type, schemas: matches.length }).toEqual({ type, schemas: 1 });
       const [, schema] = matches[0]!;
       expect({ type, required: [...(schema.required ?? [])].sort() }).toEqual({

@@ -3290,6 +3290,19 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           }
         ],
         "x-body-limit-bytes": 1024,
+        "requestBody": {
+          "required": false,
+          "description": "No body, or an empty object.",
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "maxProperties": 0
+              }
+            }
+          }
+        },
         "responses": {
           "200": {
             "description": "The attempt, succeeded or failed.",
@@ -3317,6 +3330,15 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "404": {
             "$ref": "#/components/responses/NotFound"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
           },
           "429": {
             "$ref": "#/components/responses/TooManyRequests"
@@ -3439,6 +3461,19 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           }
         ],
         "x-body-limit-bytes": 1024,
+        "requestBody": {
+          "required": false,
+          "description": "No body, or an empty object.",
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "maxProperties": 0
+              }
+            }
+          }
+        },
         "responses": {
           "200": {
             "description": "The new attempt, succeeded or failed.",
@@ -3466,6 +3501,15 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "404": {
             "$ref": "#/components/responses/NotFound"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "422": {
+            "$ref": "#/components/responses/UnprocessableEntity"
           },
           "429": {
             "$ref": "#/components/responses/TooManyRequests"
@@ -6596,6 +6640,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "fields": {
             "type": "object",
+            "additionalProperties": true,
             "description": "The proposed fields as sent."
           },
           "review_url": {

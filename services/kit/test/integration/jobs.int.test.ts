@@ -79,6 +79,12 @@ describe("startLeaderJob", () => {
     release();
     await eventually(async () => (inside === 0 ? true : undefined), 2000, 10);
     expect(maxInside).toBe(1);
+    // The pass lets go of the lock just after its work returns: wait for that, then a runs again.
+    await eventually(
+      async () => ((await withLeaderLock(db, "t:leader", async () => "free")) ? true : undefined),
+      2000,
+      10,
+    );
     expect(await a.runOnce()).toEqual({ ran: true, work: 1 });
   });
 

@@ -138,7 +138,7 @@ beforeAll(async () => {
     addService(
       server,
       eventsV1.EventsService,
-      { listEvents: () => ({ events: [] }) } as never,
+      { listEvents: () => ({ events: [] }), readFeed: () => ({ events: [] }) } as never,
       log,
       verifier,
     );
