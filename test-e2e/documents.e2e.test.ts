@@ -10,6 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { createDb } from "@dpp/kit/internal";
+import { runAdmin } from "@dpp/admin";
+import { generateAuthorityTokenText, ROUTES } from "@dpp/gateway";
 import { startHarness, type Harness, type Tenant } from "./support/harness";
 import { publishableTextile } from "./support/fixtures";
 import { pdfFile, pngFile } from "./support/files";
@@ -460,6 +462,189 @@ describe("reads by audience", () => {
       }),
       404,
     );
+  });
+});
+
+describe("an authority token (docs/decisions/0058)", () => {
+  /** The admin CLI as an operator runs it, on the stack's database. */
+  async function cli(argv: string[]): Promise<any> {
+    const before = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = h.db.url;
+    try {
+      return await runAdmin(argv, "/nonexistent");
+    } finally {
+      if (before === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = before;
+    }
+  }
+  const issue = (org: string, mode: "test" | "live", expiresIn = "3600") =>
+    cli([
+      "authority:issue",
+      "--org",
+      org,
+      "--mode",
+      mode,
+      "--name",
+      "Market surveillance, inspector 7",
+      "--expires-in",
+      expiresIn,
+    ]);
+  const authorityRead = (id: string, token: string | null, org = t.organizationId) =>
+    h.request(`/authority/organizations/${org}/documents/${id}/download`, { key: token });
+
+  it("reads its organization's authority-tier files and nothing else: no other tier, organization, mode or route", async () => {
+    const p = await draft(t.liveKey);
+    const authorityPdf = pdfFile("Test report for the authority");
+    const authority = await uploaded(
+      p,
+      authorityPdf,
+      { type: "document", access_tier: "authority", file_name: "a.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const restricted = await uploaded(
+      p,
+      pdfFile("Restricted"),
+      { type: "certification", access_tier: "restricted", file_name: "r.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const pub = await uploaded(p, pngFile(), {}, t.liveKey);
+    h.expectStatus(await publish(p, t.liveKey), 200);
+    const testModeAuthority = await uploaded(await draft(), pdfFile("Test mode"), {
+      type: "document",
+      access_tier: "authority",
+      file_name: "t.pdf",
+      mime_type: "application/pdf",
+    });
+    const other = await h.tenant("Other brand", "pro");
+    const otherPassport = await draft(other.liveKey, {}, other.organizationId);
+    const otherCreated = await h.request(`${passports(other.organizationId)}/${otherPassport}/documents`, {
+      key: other.liveKey,
+      body: uploadBody({
+        type: "document",
+        access_tier: "authority",
+        file_name: "o.pdf",
+        mime_type: "application/pdf",
+      }),
+    });
+    h.expectStatus(otherCreated, 201);
+    expect(
+      (await put(otherCreated.body.upload.url, pdfFile("Other"), otherCreated.body.upload.headers)).status,
+    ).toBe(200);
+    const otherAuthority = otherCreated.body.id as string;
+
+    const issued = await issue(t.organizationId, "live");
+    expect(issued.token).toMatch(/^dpp_at_live_[0-9A-Za-z]{38}$/);
+    expect(issued.record).toMatchObject({
+      object: "authority_token",
+      organization_id: t.organizationId,
+      livemode: true,
+      revoked_at: null,
+    });
+    // Only a digest is kept.
+    const stored = await h.gatewayDb
+      .selectFrom("authority_token")
+      .selectAll()
+      .where("id", "=", issued.record.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.stringify(stored)).not.toContain(issued.token);
+    const token = issued.token as string;
+
+    const ok = await authorityRead(authority, token);
+    h.expectStatus(ok, 200);
+    expect(ok.body).toMatchObject({
+      object: "document_download",
+      document_id: authority,
+      access_tier: "authority",
+    });
+    expect(Date.parse(ok.body.expires_at) - Date.now()).toBeLessThanOrEqual(300_000);
+    const file = await fetch(ok.body.url);
+    expect(Buffer.from(await file.arrayBuffer()).equals(authorityPdf)).toBe(true);
+
+    // Another tier, the other mode, an unknown id: the same 404.
+    for (const id of [restricted, pub, testModeAuthority, "doc_01jzzzzzzzzzzzzzzzzzzzzzzz"]) {
+      const res = await authorityRead(id, token);
+      h.expectStatus(res, 404);
+      expect(res.body.error.code).toBe("resource_not_found");
+    }
+    // Another organization, even naming that organization's own authority file.
+    const cross = await authorityRead(otherAuthority, token, other.organizationId);
+    h.expectStatus(cross, 404);
+    expect(cross.body.error.code).toBe("organization_not_found_or_not_granted");
+    h.expectStatus(await authorityRead(otherAuthority, token), 404);
+    // The read URL rewritten to the restricted file's key fails its signature.
+    const guess = new URL(ok.body.url);
+    guess.pathname = guess.pathname.replace(authority, restricted);
+    expect((await fetch(guess)).status).toBe(403);
+
+    // Every other operation that looks at a credential refuses the token.
+    const accepted: string[] = [];
+    for (const r of ROUTES) {
+      if (r.auth === "none" || r.auth === "authority") continue;
+      const path = r.path
+        .replace("{organization}", t.organizationId)
+        .replace("{category}", "textile")
+        .replace("{id}", r.path.includes("/documents/{id}") ? authority : p)
+        .replace(/\{\w+\}/g, authority);
+      const res = await h.request(path, {
+        method: r.method,
+        key: token,
+        body: r.method === "POST" || r.method === "PATCH" ? {} : undefined,
+      });
+      if (res.status !== 401 || res.body.error.code !== "invalid_key")
+        accepted.push(`${r.method} ${r.path}: ${res.status}`);
+    }
+    expect(accepted).toEqual([]);
+    // The public route does not look at credentials: the token is no way to the authority file there.
+    h.expectStatus(await authorityRead(authority, null), 401);
+    h.expectStatus(
+      await h.request(`/public/organizations/${t.organizationId}/documents/${authority}/download`, {
+        key: token,
+      }),
+      404,
+    );
+    // And the authority route takes no API key, not even the owner's.
+    const withKey = await authorityRead(authority, t.liveKey);
+    h.expectStatus(withKey, 401);
+    expect(withKey.body.error.code).toBe("invalid_key");
+
+    // A test-mode token reads the test-mode authority file only.
+    const testToken = (await issue(t.organizationId, "test")).token as string;
+    h.expectStatus(await authorityRead(testModeAuthority, testToken), 200);
+    h.expectStatus(await authorityRead(authority, testToken), 404);
+
+    // Revoked: refused from the next request on.
+    const revoked = await cli(["authority:revoke", "--id", issued.record.id]);
+    expect(revoked.revoked_at).not.toBeNull();
+    const afterRevoke = await authorityRead(authority, token);
+    h.expectStatus(afterRevoke, 401);
+    expect(afterRevoke.body.error.code).toBe("key_revoked");
+  });
+
+  it("is refused once expired, is never issued without an expiry or for longer than 90 days, and a forged one is unknown", async () => {
+    const p = await draft(t.liveKey);
+    const authority = await uploaded(
+      p,
+      pdfFile("Expiring"),
+      { type: "document", access_tier: "authority", file_name: "e.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const short = (await issue(t.organizationId, "live", "2")).token as string;
+    h.expectStatus(await authorityRead(authority, short), 200);
+    await new Promise((r) => setTimeout(r, 2_200));
+    const expired = await authorityRead(authority, short);
+    h.expectStatus(expired, 401);
+    expect(expired.body.error.code).toBe("key_expired");
+
+    await expect(
+      cli(["authority:issue", "--org", t.organizationId, "--mode", "live", "--name", "x"]),
+    ).rejects.toThrow(/expires/);
+    await expect(issue(t.organizationId, "live", String(91 * 86400))).rejects.toMatchObject({
+      code: "validation_failed",
+    });
+    await expect(issue("org_nope", "live")).rejects.toMatchObject({ code: "resource_not_found" });
+    const forged = await authorityRead(authority, generateAuthorityTokenText(true));
+    h.expectStatus(forged, 401);
+    expect(forged.body.error).toMatchObject({ code: "invalid_key", details: { reason: "unknown" } });
   });
 });
 

@@ -870,6 +870,39 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/authority/organizations/{organization}/documents/{id}/download": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Get an authority-tier document's download URL (authority token)
+     * @description For an authority (a market surveillance or customs inspector) who is not a key holder of the brand: a
+     *     short-lived signed URL of an `authority`-tier document whose file is ready, of the organization and mode
+     *     the authority token was issued for. The token (`Authorization: Bearer dpp_at_...`) is issued and revoked
+     *     by the platform's operator, expires, and is accepted by this operation only: any other operation answers
+     *     it 401 `invalid_key`, and this one answers an API key 401 `invalid_key`. A revoked token is 401
+     *     `key_revoked`, an expired one 401 `key_expired`. Another organization is 404
+     *     `organization_not_found_or_not_granted`; a `public` or `restricted` document, one of the other mode, one
+     *     whose file is not ready and an unknown id are the same 404 `resource_not_found`
+     *     (docs/decisions/0058-authority-credential.md).
+     */
+    get: operations["getAuthorityDocumentDownload"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/public/organizations/{organization}/documents/{id}/download": {
     parameters: {
       query?: never;
@@ -7038,6 +7071,40 @@ export interface operations {
       400: components["responses"]["BadRequest"];
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  getAuthorityDocumentDownload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The download URL. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          /** @description `no-store`: the URL is short-lived and must not be cached. */
+          "Cache-Control"?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DocumentDownload"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
       404: components["responses"]["NotFound"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];

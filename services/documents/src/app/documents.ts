@@ -193,11 +193,17 @@ function notReady(d: DocumentRow): ApiError {
   });
 }
 
-/** The owning organization's read URL: any tier (its key holds documents:read of that organization). */
+/**
+ * A read URL of the tenant's document. For the owning organization's key (documents:read of that organization):
+ * any tier. For an authority token (credential kind `authority`, bound by the gateway to this organization and
+ * mode): an authority-tier document only; any other (public, restricted, unknown) answers the same
+ * resource_not_found, so a guess learns nothing (docs/decisions/0058).
+ */
 export async function download(app: DocumentsApp, ctx: RequestContext, id: string) {
   const t = requireTenant(ctx);
   const found = await app.store.find(t, id);
-  if (!found) throw new ApiError("resource_not_found", "No such document.", { document_id: id });
+  if (!found || (ctx.credentialKind === "authority" && found.access_tier !== "authority"))
+    throw new ApiError("resource_not_found", "No such document.", { document_id: id });
   const d = await confirmOnRead(app, found);
   if (d.upload_state !== "ready") throw notReady(d);
   return readUrlOf(app, d);
