@@ -465,6 +465,86 @@ describe("reads by audience", () => {
   });
 });
 
+describe("records that depend on a document", () => {
+  it("keeps a document cited by a unit reading attached to that passport (document_feeds_reading), registered once per key", async () => {
+    const battery = await h.request(passports(), { key: t.testKey, body: { category: "battery" } });
+    h.expectStatus(battery, 201);
+    const p = battery.body.id as string;
+    const created = await h.request(`${passports()}/${p}/units`, {
+      key: t.testKey,
+      body: { units: [{ unit_serial: "CELL-1" }] },
+    });
+    h.expectStatus(created, 201);
+    const unit = created.body.data[0].id as string;
+    const report = await uploaded(p, pdfFile("State of health test"), {
+      type: "certification",
+      access_tier: "restricted",
+      file_name: "soh.pdf",
+      mime_type: "application/pdf",
+    });
+    // The same document attached to a second passport, where no reading cites it.
+    const other = await draft();
+    h.expectStatus(await attach(other, { document_id: report }), 201);
+    const unattached = await uploaded(await draft(), pdfFile("Elsewhere"), {
+      type: "certification",
+      access_tier: "restricted",
+      file_name: "x.pdf",
+      mime_type: "application/pdf",
+    });
+
+    const reading = (document_id: string, key: string) =>
+      h.request(`${passports()}/${p}/units/${unit}/readings`, {
+        key: t.testKey,
+        headers: { "Idempotency-Key": key },
+        body: {
+          field: "state_of_health",
+          value: { value: 97, unit: "%" },
+          source: "measurement",
+          observed_on: "2026-01-05",
+          document_id,
+        },
+      });
+    // A document of the library that is not attached to this passport cannot support the reading.
+    const refused = await reading(unattached, "soh-refused");
+    h.expectStatus(refused, 400);
+    expect(refused.body.error.code).toBe("unit_reading_document_unavailable");
+
+    const first = await reading(report, "soh-1");
+    h.expectStatus(first, 201);
+    expect(first.body.document_id).toBe(report);
+    const replay = await reading(report, "soh-1");
+    h.expectStatus(replay, 201);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body.id).toBe(first.body.id);
+
+    const documentsDb = createDb<any>({ url: h.db.url, schema: "documents", applicationName: "e2e", max: 1 });
+    try {
+      const deps = await documentsDb
+        .selectFrom("document_dependency")
+        .select(["kind", "reference", "passport_id"])
+        .where("document_id", "=", report)
+        .execute();
+      // One record, naming the reading that was written.
+      expect(deps).toEqual([{ kind: "reading", reference: first.body.id, passport_id: p }]);
+    } finally {
+      await documentsDb.destroy();
+    }
+
+    const detach = (passportId: string) =>
+      h.request(`${passports()}/${passportId}/documents/${report}`, { key: t.testKey, method: "DELETE" });
+    const kept = await detach(p);
+    h.expectStatus(kept, 409);
+    expect(kept.body.error).toMatchObject({
+      code: "document_feeds_reading",
+      details: { document_id: report, readings: [first.body.id] },
+    });
+    const still = await h.request(`${passports()}/${p}/documents`, { key: t.testKey });
+    expect(still.body.data.map((d: any) => d.id)).toContain(report);
+    // Where no reading cites it, it is detached as before.
+    h.expectStatus(await detach(other), 200);
+  });
+});
+
 describe("an authority token (docs/decisions/0058)", () => {
   /** The admin CLI as an operator runs it, on the stack's database. */
   async function cli(argv: string[]): Promise<any> {

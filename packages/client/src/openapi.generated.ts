@@ -1403,7 +1403,9 @@ export interface paths {
      *     `invalid_value` (not the field's shape: a quantity is `{"value": <number>, "unit": "<its unit>"}`,
      *     `negative_events` a list of texts), `invalid_source` (`details.allowed`), `invalid_observed_on` (not a
      *     date YYYY-MM-DD, or in the future), `invalid_note` (1 to 1000 characters), `invalid_document_id` (not
-     *     an identifier), `unit_reading_document_unavailable` (no such document to support the reading).
+     *     an identifier), `unit_reading_document_unavailable` (no document attached to the unit's passport with its
+     *     file ready has this id). A cited document then stays attached to the passport while the reading exists:
+     *     detaching it is 409 `document_feeds_reading`.
      */
     post: operations["recordUnitReading"];
     delete?: never;

@@ -10,6 +10,7 @@ import {
   linkDocument,
   listDocuments,
   publicDownload,
+  registerDependency,
   unlinkDocument,
   type DocumentsApp,
 } from "../app/documents";
@@ -72,7 +73,8 @@ function refuseAuthority<H extends (req: any, call: { ctx: RequestContext }) => 
 export function documentsRpc(app: DocumentsApp): ImplOf<typeof documentsV1.DocumentsService> {
   const impl = documentsHandlers(app);
   for (const name of Object.keys(impl) as (keyof typeof impl)[])
-    if (name !== "getDownload") (impl as Record<string, unknown>)[name] = refuseAuthority(impl[name] as never);
+    if (name !== "getDownload")
+      (impl as Record<string, unknown>)[name] = refuseAuthority(impl[name] as never);
   return impl;
 }
 
@@ -154,6 +156,21 @@ function documentsHandlers(app: DocumentsApp): ImplOf<typeof documentsV1.Documen
         req.companions.map((c) => ({ field: c.field, key: c.key, documentId: c.documentId })),
       );
       return { missing: out.missing, confirmed: out.confirmed };
+    },
+
+    registerDependency: async (req, call) => {
+      const { row, reference, replayed } = await registerDependency(
+        app,
+        { ctx: call.ctx, caller: call.caller },
+        {
+          key: req.key,
+          passportId: req.passportId,
+          documentId: req.documentId,
+          kind: req.kind,
+          reference: req.reference,
+        },
+      );
+      return { document: documentMessage(row), reference, replayed };
     },
 
     getUsage: async (_req, { ctx }) => ({ documentsUsed: await app.store.count(requireTenant(ctx)) }),
