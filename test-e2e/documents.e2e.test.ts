@@ -289,6 +289,19 @@ describe("the attach body", () => {
 
 describe("detaching and the lists", () => {
   it("detaches a document, and a publish that needs it answers document_missing with nothing published", async () => {
+    // The category schema names each file-carrying field's document_id_key.
+    const schema = await h.request("/categories/textile/schema", { key: null });
+    h.expectStatus(schema, 200);
+    const care = schema.body.document_fields.find((f: any) => f.field === "care_instructions");
+    expect(care).toEqual({
+      field: "care_instructions",
+      document_id_key: "care_instructions_document_id",
+      required_for_publish: true,
+      access_tier: "public",
+    });
+    expect(schema.body.json_schema.properties.care_instructions["x-document-id-key"]).toBe(
+      care.document_id_key,
+    );
     const holder = await draft();
     const pdfDoc = await uploaded(holder, pdfFile(), {
       type: "document",
@@ -296,8 +309,12 @@ describe("detaching and the lists", () => {
       file_name: "care.pdf",
       mime_type: "application/pdf",
     });
-    const p = await draft(t.testKey, { care_instructions: undefined, care_instructions_document_id: pdfDoc });
+    const p = await draft(t.testKey, { care_instructions: undefined, [care.document_id_key]: pdfDoc });
     h.expectStatus(await attach(p, { document_id: pdfDoc }), 201);
+    // Attached with its file ready, the companion satisfies the required field: validation finds it publishable.
+    const valid = await h.request(`${passports()}/${p}/validate`, { key: t.testKey, method: "POST" });
+    h.expectStatus(valid, 200);
+    expect(valid.body.publishable).toBe(true);
     const detached = await h.request(`${passports()}/${p}/documents/${pdfDoc}`, {
       key: t.testKey,
       method: "DELETE",

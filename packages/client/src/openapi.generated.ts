@@ -993,7 +993,8 @@ export interface paths {
      * Detach a document
      * @description Detaches the document from the passport (it stays in the library). Refused with 409
      *     `document_feeds_extraction` when passport values were extracted from it, and 409 `document_feeds_reading`
-     *     when recorded battery readings cite it; nothing is detached then. A document that is not attached is 404
+     *     when recorded battery readings cite it (a unit reading of the passport whose `document_id` names it;
+     *     `details.readings` lists them); nothing is detached then. A document that is not attached is 404
      *     `resource_not_found`. A required field satisfied only by a detached document makes publishing 422
      *     `document_missing`.
      */
@@ -1765,6 +1766,21 @@ export interface components {
       name: string;
       category: string;
       schema_version: string;
+      /**
+       * @description The fields that can carry an attached file, each naming its `document_id_key`: the
+       *     companion `data` key that holds the id of a document attached to the passport (the
+       *     schema's `x-document-id-key`). A field required for publishing that is left empty is
+       *     satisfied by its companion's document while that document stays attached with its file
+       *     ready; once it is detached, publishing is 422 `document_missing` at
+       *     `/data/<document_id_key>`.
+       */
+      document_fields: {
+        field: string;
+        document_id_key: string;
+        required_for_publish: boolean;
+        /** @enum {string} */
+        access_tier: "public" | "restricted" | "authority";
+      }[];
       /** @description A JSON Schema 2020-12 document for the passport's `data` (with the `x-` annotations described above). */
       json_schema: {
         [key: string]: unknown;
@@ -7278,6 +7294,7 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

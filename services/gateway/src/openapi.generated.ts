@@ -2837,7 +2837,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "Documents"
         ],
         "summary": "Detach a document",
-        "description": "Detaches the document from the passport (it stays in the library). Refused with 409\n`document_feeds_extraction` when passport values were extracted from it, and 409 `document_feeds_reading`\nwhen recorded battery readings cite it; nothing is detached then. A document that is not attached is 404\n`resource_not_found`. A required field satisfied only by a detached document makes publishing 422\n`document_missing`.\n",
+        "description": "Detaches the document from the passport (it stays in the library). Refused with 409\n`document_feeds_extraction` when passport values were extracted from it, and 409 `document_feeds_reading`\nwhen recorded battery readings cite it (a unit reading of the passport whose `document_id` names it;\n`details.readings` lists them); nothing is detached then. A document that is not attached is 404\n`resource_not_found`. A required field satisfied only by a detached document makes publishing 422\n`document_missing`.\n",
         "security": [
           {
             "bearerAuth": [
@@ -2872,6 +2872,9 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "404": {
             "$ref": "#/components/responses/NotFound"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
           },
           "429": {
             "$ref": "#/components/responses/TooManyRequests"
@@ -5712,6 +5715,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "name",
           "category",
           "schema_version",
+          "document_fields",
           "json_schema"
         ],
         "properties": {
@@ -5731,6 +5735,38 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "schema_version": {
             "type": "string"
+          },
+          "document_fields": {
+            "type": "array",
+            "description": "The fields that can carry an attached file, each naming its `document_id_key`: the\ncompanion `data` key that holds the id of a document attached to the passport (the\nschema's `x-document-id-key`). A field required for publishing that is left empty is\nsatisfied by its companion's document while that document stays attached with its file\nready; once it is detached, publishing is 422 `document_missing` at\n`/data/<document_id_key>`.\n",
+            "items": {
+              "type": "object",
+              "required": [
+                "field",
+                "document_id_key",
+                "required_for_publish",
+                "access_tier"
+              ],
+              "properties": {
+                "field": {
+                  "type": "string"
+                },
+                "document_id_key": {
+                  "type": "string"
+                },
+                "required_for_publish": {
+                  "type": "boolean"
+                },
+                "access_tier": {
+                  "type": "string",
+                  "enum": [
+                    "public",
+                    "restricted",
+                    "authority"
+                  ]
+                }
+              }
+            }
           },
           "json_schema": {
             "type": "object",
