@@ -656,6 +656,9 @@ describe("an authority token (docs/decisions/0058)", () => {
     expect(Date.parse(ok.body.expires_at) - Date.now()).toBeLessThanOrEqual(300_000);
     const file = await fetch(ok.body.url);
     expect(Buffer.from(await file.arrayBuffer()).equals(authorityPdf)).toBe(true);
+    // The SDK, made with the token, reads it the same way.
+    const viaSdk = await h.sdk(token).organization(t.organizationId).documents.authorityDownload(authority);
+    expect([viaSdk.document_id, viaSdk.access_tier]).toEqual([authority, "authority"]);
 
     // Another tier, the other mode, an unknown id: the same 404.
     for (const id of [restricted, pub, testModeAuthority, "doc_01jzzzzzzzzzzzzzzzzzzzzzzz"]) {
@@ -675,6 +678,7 @@ describe("an authority token (docs/decisions/0058)", () => {
 
     // Every other operation that looks at a credential refuses the token.
     const accepted: string[] = [];
+    let tried = 0;
     for (const r of ROUTES) {
       if (r.auth === "none" || r.auth === "authority") continue;
       const path = r.path
@@ -687,10 +691,12 @@ describe("an authority token (docs/decisions/0058)", () => {
         key: token,
         body: r.method === "POST" || r.method === "PATCH" ? {} : undefined,
       });
+      tried++;
       if (res.status !== 401 || res.body.error.code !== "invalid_key")
         accepted.push(`${r.method} ${r.path}: ${res.status}`);
     }
     expect(accepted).toEqual([]);
+    expect(tried).toBeGreaterThan(40);
     // The public route does not look at credentials: the token is no way to the authority file there.
     h.expectStatus(await authorityRead(authority, null), 401);
     h.expectStatus(
