@@ -21,10 +21,8 @@ export function rateLimit(limiter: RateLimiter | undefined): Step | undefined {
       : l.authority
         ? limiter.consume("key", l.authority.id)
         : limiter.consume("anonymous", clientAddress(req))
-    ).then(
-      (decision) => {
-        const { headers } = decision;
-        for (const name in headers) res.setHeader(name, headers[name]!);
-      },
-    );
+    ).then((decision) => {
+      const { headers } = decision;
+      for (const name in headers) res.setHeader(name, headers[name]!);
+    });
 }

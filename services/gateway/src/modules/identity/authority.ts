@@ -106,9 +106,13 @@ export async function authorityOf(
     );
   const m = /^Bearer +(\S+)\s*$/i.exec(authorization);
   if (!m)
-    throw new ApiError("invalid_key", "Send the authority token as Authorization: Bearer <authority token>.", {
-      reason: "scheme",
-    });
+    throw new ApiError(
+      "invalid_key",
+      "Send the authority token as Authorization: Bearer <authority token>.",
+      {
+        reason: "scheme",
+      },
+    );
   const parsed = parseAuthorityTokenText(m[1]!);
   if (!parsed)
     throw new ApiError(
