@@ -1,6 +1,6 @@
 /** The variants-units service on the kit's service template: its store, its passport client and its rpc handlers. */
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { passportV1, variantsUnitsV1 } from "@dpp/proto";
+import { documentsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
 import type { VariantsUnitsApp } from "./app/deps";
 import { variantsUnitsEnv } from "./config";
@@ -26,6 +26,9 @@ export const variantsUnitsService = defineService({
     const app: VariantsUnitsApp = {
       store,
       passport,
+      documents: config.DOCUMENTS_ADDR
+        ? rt.client(documentsV1.DocumentsService, { address: config.DOCUMENTS_ADDR, audience: "documents" })
+        : undefined,
       reviewBaseUrl: config.REVIEW_BASE_URL,
       removalBatch: config.VARIANTS_REMOVAL_BATCH,
       failRemovalBatch: config.VARIANTS_REMOVAL_FAIL_BATCH,

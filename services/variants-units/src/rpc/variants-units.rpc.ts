@@ -254,13 +254,14 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return { readings: p.rows.map(readingMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
     },
 
-    recordUnitReading: async (req, { ctx }) => {
+    recordUnitReading: async (req, { ctx, deadline }) => {
       const r = await recordReading(
         app,
         ctx,
         idOf(req.passportId, "passport"),
         idOf(req.unitId, "unit"),
         req.bodyJson,
+        deadline,
       );
       return { reading: readingMessage(r) };
     },

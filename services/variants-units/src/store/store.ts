@@ -502,12 +502,14 @@ export class VariantsUnitsStore {
       note: string | null;
       document_id: string | null;
     },
+    /** The reading's id when it was chosen before (the reference a cited document's dependency was registered for). */
+    id: string = newId("rdg"),
   ): Promise<ReadingRow> {
     return transaction(this.db, ctx, async (trx) => {
       const row = await trx
         .insertInto("unit_reading")
         .values({
-          id: newId("rdg"),
+          id,
           organization_id: t.organizationId,
           livemode: t.livemode,
           passport_id: unit.passport_id,
