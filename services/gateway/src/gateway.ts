@@ -61,7 +61,7 @@ export const gatewayService = defineService({
       log,
       docsBaseUrl: config.DOCS_BASE_URL,
       trustProxy: config.TRUST_PROXY,
-      review: reviewRouter({ db, identity, passport: clients.passport }),
+      review: reviewRouter({ db, identity, passport: clients.passport, variantsUnits: clients.variantsUnits }),
       ready: async () => {
         await sql`select 1`.execute(db);
       },
