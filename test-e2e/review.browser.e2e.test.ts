@@ -324,7 +324,9 @@ describe("the URL alone is not enough", () => {
     // A wrong password does not sign in.
     await page.getByLabel("Email").fill(reviewer.email);
     await page.getByLabel("Password").fill("not-the-password-at-all");
-    const wrong = page.waitForResponse((r) => r.url().endsWith("/review/sign-in") && r.request().method() === "POST");
+    const wrong = page.waitForResponse(
+      (r) => r.url().endsWith("/review/sign-in") && r.request().method() === "POST",
+    );
     await page.getByRole("button", { name: "Sign in" }).click();
     expect((await wrong).status()).toBe(401);
     expect(await page.locator(".refusal").innerText()).toContain("Wrong email or password");
