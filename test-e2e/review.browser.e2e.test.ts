@@ -392,11 +392,13 @@ describe("the URL alone is not enough", () => {
     // The page's own form, its CSRF field removed, then with another value.
     for (const tamper of ["remove", "replace"] as const) {
       await page.goto(reviewUrl);
-      await page.evaluate((how) => {
-        const field = document.querySelector<HTMLInputElement>('form input[name="csrf"]')!;
-        if (how === "remove") field.remove();
-        else field.value = "x".repeat(field.value.length);
-      }, tamper);
+      // Runs in the page (the DOM's input element; this project's types have no DOM library).
+      await page
+        .locator('form:has(button[value="approve"]) input[name="csrf"]')
+        .evaluate((field: any, how) => {
+          if (how === "remove") field.remove();
+          else field.value = "x".repeat(field.value.length);
+        }, tamper);
       const answer = page.waitForResponse((r) => r.url().endsWith("/decide"));
       await page.getByRole("button", { name: "Approve and publish" }).click();
       expect((await answer).status()).toBe(403);
