@@ -233,6 +233,85 @@ it("a person signs in at a connector's review_url, sees the passport, its varian
   expect(approvedEvents[0].related).toMatchObject({ id: approvalId, passport_id: id, state: "approved" });
 });
 
+it("the page says when the variants changed since the connector asked", async () => {
+  const id = await draft();
+  const added = await h.request(`${base()}/${id}/variants`, {
+    key: connector.key,
+    body: { variants: [{ gtin: freshGtin(), size: "L" }] },
+  });
+  h.expectStatus(added, 201);
+  const review = await h.request(`${base()}/${id}/variants/review`, { key: connector.key });
+  const asked = review.body.fingerprint as string;
+  const { reviewUrl } = await askToPublish(id, { variant_review_fingerprint: asked });
+  // A row added after the connector asked: the rows it asked to publish are not those on the passport now.
+  h.expectStatus(
+    await h.request(`${base()}/${id}/variants`, {
+      key: t.testKey,
+      body: { variants: [{ gtin: freshGtin(), size: "XL" }] },
+    }),
+    201,
+  );
+  const now = (await h.request(`${base()}/${id}/variants/review`, { key: t.testKey })).body.fingerprint;
+  expect(now).not.toBe(asked);
+
+  const { page } = await newPage();
+  await signInAt(page, reviewUrl, reviewer);
+  const condition = await page.locator("#variant-condition").innerText();
+  expect(condition).toContain("variant_review_changed");
+  expect(condition).toContain(asked);
+  expect(await page.locator("#variant-fingerprint").innerText()).toBe(now);
+  const variants = await page.locator("#variant-review").innerText();
+  expect(variants).toContain("1 of 2 written by an assistant");
+  expect(variants).toMatch(/XL\s+a person/);
+});
+
+it("approving runs the publish's checks on what the person saw: a page the passport moved under, or a blocker, is refused on the page", async () => {
+  const id = await draft({ product_name: "Hemp tote" });
+  const { approvalId, reviewUrl } = await askToPublish(id);
+  const { page } = await newPage();
+  await signInAt(page, reviewUrl, reviewer);
+  expect(await page.getByRole("heading", { name: new RegExp(`Passport ${id}`) }).innerText()).toContain(
+    "version 1",
+  );
+
+  // The passport changes (a required field removed) while the page is open.
+  const patched = await h.request(`${base()}/${id}`, {
+    key: t.testKey,
+    method: "PATCH",
+    headers: { "if-match": "*" },
+    body: { data: { recycling_instructions: null } },
+  });
+  h.expectStatus(patched, 200);
+  expect(patched.body.version).toBe(2);
+
+  // Approving what the person saw (version 1) is refused: the passport is not that one any more.
+  let answer = page.waitForResponse((r) => r.url().endsWith("/decide"));
+  await page.getByRole("button", { name: "Approve and publish" }).click();
+  expect((await answer).status()).toBe(409);
+  expect(await page.locator("#refusal").innerText()).toContain("precondition_failed");
+
+  // Back on the page: version 2, and what blocks publishing it, as a direct publish would answer.
+  await page.getByRole("link", { name: "Back" }).click();
+  expect(await page.getByRole("heading", { name: new RegExp(`Passport ${id}`) }).innerText()).toContain(
+    "version 2",
+  );
+  expect(await page.locator("#blockers").innerText()).toContain("recycling_instructions");
+  const direct = await h.request(`${base()}/${id}/validate`, {
+    key: t.testKey,
+    method: "POST",
+    body: { dry_run: true },
+  });
+  h.expectStatus(direct, 200);
+  expect(direct.body.publishable).toBe(false);
+  answer = page.waitForResponse((r) => r.url().endsWith("/decide"));
+  await page.getByRole("button", { name: "Approve and publish" }).click();
+  expect((await answer).status()).toBe(409);
+  expect(await page.locator("#refusal").innerText()).toContain("validation_failed");
+
+  expect((await approvalOf(approvalId)).body.state).toBe("pending");
+  expect((await passportOf(id)).body).toMatchObject({ status: "draft", version: 2 });
+});
+
 describe("proposals on the review page", () => {
   async function publishedPassport(): Promise<string> {
     const id = await draft({ product_name: "Wool coat" });
@@ -256,6 +335,12 @@ describe("proposals on the review page", () => {
     const { page, pageErrors } = await newPage();
     await signInAt(page, reviewUrl, reviewer);
     expect(page.url()).toBe(reviewUrl);
+    // The overview lists it; its link leads back to the same page.
+    await page.goto(`${new URL(reviewUrl).origin}/review`);
+    await page.getByRole("heading", { name: "Waiting for review" }).waitFor();
+    expect(await page.locator("body").innerText()).toContain("Signed in as Camille Martin");
+    await page.getByRole("link", { name: `Proposal for passport ${id}` }).click();
+    await page.waitForURL(reviewUrl);
     await page.getByRole("heading", { name: "Change proposal" }).waitFor();
     expect(await page.locator("#state").innerText()).toBe("pending");
     expect(JSON.parse(await page.locator("#proposed").innerText())).toEqual({
@@ -343,6 +428,26 @@ describe("the URL alone is not enough", () => {
     );
     expect((await approvalOf(approvalId)).body.state).toBe("pending");
     expect((await passportOf(id)).body.status).toBe("draft");
+  });
+
+  it("signing out ends the session: the same cookie no longer opens the page", async () => {
+    const id = await draft();
+    const { approvalId, reviewUrl } = await askToPublish(id);
+    const { context, page } = await newPage();
+    await signInAt(page, reviewUrl, reviewer);
+    await page.getByRole("heading", { name: "Publish approval" }).waitFor();
+    const cookie = (await context.cookies()).find((k) => k.name === "dpp_review")!;
+
+    await page.goto(`${new URL(reviewUrl).origin}/review`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to review" }).waitFor();
+    expect((await context.cookies()).filter((k) => k.name === "dpp_review")).toEqual([]);
+
+    // The old cookie value, sent again, is refused: the session ended on the server, not only in the browser.
+    await context.addCookies([cookie]);
+    await page.goto(reviewUrl);
+    expect(new URL(page.url()).pathname).toBe("/review/sign-in");
+    expect((await approvalOf(approvalId)).body.state).toBe("pending");
   });
 
   it("a person of another organization cannot see or approve it", async () => {

@@ -279,7 +279,9 @@ ${items.length ? `<ul>${items.join("")}</ul>` : "<p>Nothing waits for review.</p
       condition =
         recorded === review.fingerprint
           ? `<p class="done" id="variant-condition">The connector asked to publish these ${review.agentWrittenCount} assistant-written rows as listed (fingerprint ${esc(recorded)}): approving publishes them.</p>`
-          : `<p class="refusal" id="variant-condition"><strong>${recorded ? "variant_review_changed" : "variant_review_required"}</strong>: the sizes and colours ${recorded ? "changed since the connector asked" : "were not reviewed when the connector asked"}; approving will be refused. Reject, and let the connector ask again.</p>`;
+          : recorded
+            ? `<p class="refusal" id="variant-condition"><strong>variant_review_changed</strong>: the sizes and colours changed since the connector asked (it sent fingerprint ${esc(recorded)}): the rows below are not those it asked to publish. Reject, and let the connector ask again.</p>`
+            : `<p class="refusal" id="variant-condition"><strong>variant_review_required</strong>: the connector asked without the fingerprint of these assistant-written rows: nobody reviewed them. Reject, and let the connector ask again with it.</p>`;
     }
     const variants = `<h2>Variants</h2><div id="variant-review">${
       rows.length
