@@ -66,6 +66,7 @@ export const gatewayService = defineService({
         identity,
         passport: clients.passport,
         variantsUnits: clients.variantsUnits,
+        rateLimiter,
       }),
       ready: async () => {
         await sql`select 1`.execute(db);

@@ -18,6 +18,8 @@ import type { IdentityRepository } from "../modules/identity/identity.repository
 import { planContext } from "../modules/identity/authenticator";
 import { newRequestId } from "../http/middleware/locals";
 import { statusJson } from "../modules/passport/mapping";
+import type { RateLimiter } from "../ratelimit/limiter";
+import { clientAddress } from "../http/middleware/rate-limit";
 import { closeSession, openSession, sessionPerson, signIn, type Person } from "./people";
 
 type PassportClient = ClientOf<typeof passportV1.PassportService>;
@@ -29,6 +31,11 @@ export interface ReviewDeps {
   passport: PassportClient;
   /** The passport's sizes and colours and their review fingerprint (GET .../variants/review). */
   variantsUnits: VariantsUnitsClient;
+  /**
+   * Failed sign-ins count against the client address in the gateway's failed-authentication bucket (its own
+   * counter, beside the API's): over the limit, sign-in is refused before the password is even checked.
+   */
+  rateLimiter?: RateLimiter;
 }
 
 /** The publish refusals about the variant review: the page states that condition itself, per approval. */
@@ -173,8 +180,13 @@ export function reviewRouter(deps: ReviewDeps): express.Router {
     "/sign-in",
     wrap(async (req, res) => {
       const body = req.body as Record<string, unknown>;
+      const limitId = `review-sign-in:${clientAddress(req)}`;
+      const limited = await deps.rateLimiter?.overLimit("auth_failures", limitId);
+      if (limited) return tooMany(res, limited, body.next);
       const person = await signIn(deps.db, String(body.email ?? ""), String(body.password ?? ""));
       if (!person) {
+        const over = await deps.rateLimiter?.countFailure("auth_failures", limitId);
+        if (over) return tooMany(res, over, body.next);
         send(
           res,
           401,
@@ -424,6 +436,20 @@ ${section.html}${form}`,
   );
 
   return r;
+}
+
+/** Too many failed sign-ins from this address: 429 with Retry-After, and when to try again. */
+function tooMany(res: express.Response, err: ApiError, next: unknown): void {
+  res.set("retry-after", String(err.details.retry_after_seconds));
+  send(
+    res,
+    429,
+    page(
+      "Sign in to review",
+      `<p class="refusal" id="refusal">Too many failed sign-ins from this address; try again in ${esc(err.details.retry_after_seconds)} seconds.</p>
+<p><a href="/review/sign-in?next=${encodeURIComponent(safeNext(next))}">Try again</a></p>`,
+    ),
+  );
 }
 
 function refusalPage(err: ApiError, back: string): string {
