@@ -392,6 +392,54 @@ describe("proposals on the review page", () => {
   });
 });
 
+it("the review_url of a connector's refusals leads to the passport's page, with what waits for a decision", async () => {
+  const id = await draft({ product_name: "Cork sandal" });
+  h.expectStatus(await h.request(`${base()}/${id}/publish`, { key: t.testKey, method: "POST" }), 200);
+  const origin = new URL(h.stack.baseUrl).origin;
+  const passportPage = `${origin}/review/organizations/${t.organizationId}/passports/${id}`;
+
+  // The connector may not change a published passport, nor add sizes to it: both refusals name the page.
+  const patched = await h.request(`${base()}/${id}`, {
+    key: connector.key,
+    method: "PATCH",
+    headers: { "if-match": "*" },
+    body: { data: { product_name: "Cork sandal, tan" } },
+  });
+  expect([patched.status, envelope(patched).code]).toEqual([409, "connector_writes_drafts_only"]);
+  expect(envelope(patched).details.review_url).toBe(passportPage);
+  const sized = await h.request(`${base()}/${id}/variants`, {
+    key: connector.key,
+    body: { variants: [{ gtin: freshGtin(), size: "38" }] },
+  });
+  expect([sized.status, envelope(sized).code]).toEqual([409, "connector_writes_drafts_only"]);
+  expect(envelope(sized).details.review_url).toBe(`${passportPage}/variants/review`);
+  // It proposes the change instead.
+  const proposed = await h.request(`${base()}/${id}/proposals`, {
+    key: connector.key,
+    body: { fields: { data: { product_name: "Cork sandal, tan" } } },
+  });
+  h.expectStatus(proposed, 201);
+
+  const { page, pageErrors } = await newPage();
+  await signInAt(page, passportPage, reviewer);
+  expect(page.url()).toBe(passportPage);
+  await page.getByRole("heading", { name: "Passport", exact: true }).waitFor();
+  expect(JSON.parse(await page.locator("#passport-data").innerText()).product_name).toBe("Cork sandal");
+  expect(await page.locator("#variant-review").innerText()).toContain(
+    "No assistant-written sizes or colours",
+  );
+  expect(await page.locator("#blockers").count()).toBe(0);
+  await page.getByRole("link", { name: "A connector proposed a change" }).click();
+  await page.waitForURL(proposed.body.review_url);
+  await page.getByRole("heading", { name: "Change proposal" }).waitFor();
+
+  // The variants' review_url shows the same page, at its variant review.
+  await page.goto(`${passportPage}/variants/review`);
+  expect(page.url()).toBe(`${passportPage}#variant-review`);
+  await page.locator("#variant-review").waitFor();
+  expect(pageErrors).toEqual([]);
+});
+
 describe("the URL alone is not enough", () => {
   it("without signing in the page asks to sign in, and a posted decision is refused", async () => {
     const id = await draft();

@@ -318,6 +318,59 @@ ${variants}
     };
   }
 
+  // A passport as a person reviews it: where a connector's refusals (connector_writes_drafts_only,
+  // variant_review_required) send a person. Its data, variant review and warnings, and what waits for a decision.
+  r.get(
+    "/organizations/:org/passports/:id",
+    wrap(async (req, res) => {
+      const person = await personFor(req, res);
+      if (!person) return;
+      const found = await inEitherMode(person, (ctx) =>
+        deps.passport.getPassport({ id: idOf(req) }, { context: ctx }),
+      );
+      if (!found) return send(res, 404, page("Not found", "<p>No such passport.</p>"));
+      const section = await passportSection(found.ctx, idOf(req));
+      const waiting = await deps.passport.listReviewItems({}, { context: found.ctx });
+      const items = [
+        ...waiting.approvals
+          .filter((a) => a.passportId === idOf(req))
+          .map(
+            (a) =>
+              `<li><a href="${esc(itemPath(person, "publish-approvals", a.id))}">A connector asked to publish it</a> (${esc(date(a.requestedAt))})</li>`,
+          ),
+        ...waiting.proposals
+          .filter((p) => p.passportId === idOf(req))
+          .map(
+            (p) =>
+              `<li><a href="${esc(itemPath(person, "proposals", p.id))}">A connector proposed a change</a> (${esc(p.state)}, ${esc(date(p.requestedAt))})</li>`,
+          ),
+      ];
+      send(
+        res,
+        200,
+        page(
+          "Passport",
+          `<p>${found.ctx.livemode ? "Live" : "Test"} mode. Connectors change drafts only: a published passport changes through a proposal a person accepts, or by a person with a secret key.</p>
+<h2>Waiting for your decision</h2>${items.length ? `<ul id="waiting">${items.join("")}</ul>` : `<p id="waiting">Nothing.</p>`}
+${section.html}`,
+        ),
+      );
+    }),
+  );
+
+  // The variant review of a passport (variants-units' review_url): on the passport's page.
+  r.get(
+    "/organizations/:org/passports/:id/variants/review",
+    wrap(async (req, res) => {
+      const person = await personFor(req, res);
+      if (!person) return;
+      res.redirect(
+        303,
+        `/review/organizations/${encodeURIComponent(person.organization_id)}/passports/${encodeURIComponent(idOf(req))}#variant-review`,
+      );
+    }),
+  );
+
   r.get(
     "/organizations/:org/publish-approvals/:id",
     wrap(async (req, res) => {
