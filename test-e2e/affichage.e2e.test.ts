@@ -209,7 +209,7 @@ describe("filing", () => {
     await sim.behave("normal");
   });
 
-  it("refuses test mode, a draft, and a GTIN-14 without a GTIN-13 form", async () => {
+  it("refuses test mode, a draft, a GTIN-14 without a GTIN-13 form, and a passport without a GTIN", async () => {
     const testId = await publishedPassport(t.testKey, nextGtin());
     const test = await file(testId, t.testKey, "k-test");
     expect(test.status).toBe(403);
@@ -242,6 +242,22 @@ describe("filing", () => {
       details: { reason: "no_gtin13_form", gtin: gtin14 },
     });
     expect((await read(caseId)).body.blockers).toEqual(["gtin_required"]);
+
+    // A published passport whose GTIN was removed since.
+    const gone = await publishedPassport(t.liveKey, nextGtin());
+    const removed = await h.request(`${base()}/${gone}`, {
+      key: t.liveKey,
+      method: "PATCH",
+      headers: { "if-match": "*" },
+      body: { data: { gtin: null } },
+    });
+    h.expectStatus(removed, 200);
+    expect(removed.body).toMatchObject({ status: "published", gtin: null });
+    const noGtin = await file(gone, t.liveKey, "k-no-gtin");
+    expect(noGtin.status).toBe(422);
+    expect(envelope(noGtin)).toMatchObject({ code: "gtin_required", details: { passport_id: gone } });
+    expect((await read(gone)).body.blockers).toEqual(["gtin_required"]);
+    expect(await sim.declarations(gone)).toEqual([]);
   });
 
   it("files once, answers the score the portal computed, and a repeat changes nothing", async () => {
