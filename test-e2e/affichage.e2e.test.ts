@@ -281,6 +281,8 @@ describe("filing", () => {
       delegation_status: "active",
     });
 
+    // The passport keeps the GTIN-14 form; the portal is given (and answers) its GTIN-13 form.
+    expect((await h.request(`${base()}/${id}`, { key: t.liveKey })).body.gtin).toBe(`0${gtin}`);
     const res = await file(id, t.liveKey, "k-file-1");
     h.expectStatus(res, 200);
     const portal = await sim.product(gtin);
