@@ -218,6 +218,12 @@ export class Admin {
       throw new ApiError("validation_failed", `Unknown delegation status ${status}.`, {
         allowed: [...allowed],
       });
+    if (status === "active" && !portalBrandId)
+      throw new ApiError(
+        "validation_failed",
+        "An active delegation names the brand on the affichage portal: give its portal brand id.",
+        { status, portal_brand_id: null },
+      );
     const org = await this.repo.setAffichageDelegation(
       organizationId,
       status as (typeof allowed)[number],

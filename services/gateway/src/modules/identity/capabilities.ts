@@ -169,6 +169,17 @@ export function computeCapabilities(i: CapabilityInputs): Capability[] {
           { code: "request_delegation", message: "Request the delegation on the affichage portal." },
         ],
       });
+    else if (delegation === "active" && !org.affichage_portal_brand_id)
+      // Filing names the brand to the portal: without its portal brand id the delegation cannot be used.
+      problems.push({
+        code: "delegation_required",
+        message:
+          "The delegation is recorded without the brand's id on the affichage portal; filing cannot name it.",
+        type: "invalid",
+        remediating_actions: [
+          { code: "request_delegation", message: "Record the delegation with the brand's portal id." },
+        ],
+      });
     else if (delegation === "pending")
       problems.push({
         code: "delegation_pending",
