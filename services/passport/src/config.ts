@@ -31,6 +31,11 @@ export const passportEnv = {
    * storage. Unset: no documents service runs, nothing to check (the stack and the chart set it).
    */
   DOCUMENTS_ADDR: z.string().default(""),
+  /**
+   * The variants-units service, asked at publish for the passport's unit count and variant review. Unset: no
+   * variants-units service runs, nothing to check (the stack and the chart set it).
+   */
+  VARIANTS_UNITS_ADDR: z.string().default(""),
   /** How often the test-mode retention job runs. */
   RETENTION_INTERVAL_MS: positiveInt(3_600_000),
 };

@@ -3,8 +3,9 @@
  * test-mode retention job. The rest (config, pool, bus, relay, gRPC server, trust check, shutdown) is the kit's.
  */
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { documentsV1, passportV1 } from "@dpp/proto";
+import { documentsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 import { documentsPrePublishCheck } from "./app/document-checks";
+import { variantsUnitsPrePublishCheck } from "./app/variants-units-checks";
 import { migrations } from "../migrations";
 import { passportEnv } from "./config";
 import type { PassportDB } from "./store/schema";
@@ -41,13 +42,21 @@ export function passportService(options: PassportServiceOptions = {}) {
             }),
           )
         : undefined;
+      const variantsUnits = config.VARIANTS_UNITS_ADDR
+        ? variantsUnitsPrePublishCheck(
+            rt.client(variantsUnitsV1.VariantsUnitsService, {
+              address: config.VARIANTS_UNITS_ADDR,
+              audience: "variants-units",
+            }),
+          )
+        : undefined;
       const useCases = passportUseCases({
         store,
         db: rt.db,
         hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
         reviewBaseUrl: config.REVIEW_BASE_URL,
         docsBaseUrl: config.DOCS_BASE_URL,
-        checks: options.prePublishChecks ?? defaultPrePublishChecks(documents),
+        checks: options.prePublishChecks ?? defaultPrePublishChecks(documents, variantsUnits),
         onCommitted: rt.eventsCommitted,
       });
       const retention = rt.job({
