@@ -12,6 +12,7 @@ import type { PassportDB } from "./store/schema";
 import { PassportStore } from "./store";
 import { passportUseCases } from "./app";
 import { expireTestPassports } from "./app/retention";
+import { gtinReconciler } from "./app/gtin-reconciler";
 import { passportRpc } from "./rpc/passport.rpc";
 import { defaultPrePublishChecks, type PrePublishCheck } from "./domain/prepublish";
 
@@ -42,14 +43,13 @@ export function passportService(options: PassportServiceOptions = {}) {
             }),
           )
         : undefined;
-      const variantsUnits = config.VARIANTS_UNITS_ADDR
-        ? variantsUnitsPrePublishCheck(
-            rt.client(variantsUnitsV1.VariantsUnitsService, {
-              address: config.VARIANTS_UNITS_ADDR,
-              audience: "variants-units",
-            }),
-          )
+      const variantsUnitsClient = config.VARIANTS_UNITS_ADDR
+        ? rt.client(variantsUnitsV1.VariantsUnitsService, {
+            address: config.VARIANTS_UNITS_ADDR,
+            audience: "variants-units",
+          })
         : undefined;
+      const variantsUnits = variantsUnitsClient && variantsUnitsPrePublishCheck(variantsUnitsClient);
       const useCases = passportUseCases({
         store,
         db: rt.db,
@@ -65,8 +65,20 @@ export function passportService(options: PassportServiceOptions = {}) {
         run: () => expireTestPassports(store, rt.eventsCommitted),
         report: "test passports past retention deleted",
       });
+      const gtinReconcile =
+        variantsUnitsClient &&
+        rt.job({
+          name: "passport:gtin-reconciler",
+          intervalMs: config.GTIN_RECONCILE_INTERVAL_MS,
+          run: gtinReconciler({
+            store,
+            variantsUnits: variantsUnitsClient,
+            graceMs: config.GTIN_RECONCILE_GRACE_MS,
+          }),
+          report: "variant GTIN claims without their variant released",
+        });
       rt.serve(passportV1.PassportService, passportRpc(useCases));
-      return { retention };
+      return { retention, gtinReconcile };
     },
   });
 }

@@ -221,7 +221,27 @@ export class VariantsUnitsStore {
       .executeTakeFirst();
   }
 
-  /** The variant ids of the tenant among `ids` (the reconciler's question). */
+  /**
+   * The reconciler's page (app/reconcile.ts): variants of every tenant older than `graceMs`, after position
+   * `afterSeq` in insertion order. A job's scan across tenants.
+   */
+  async variantsForReconcile(afterSeq: number, graceMs: number, limit: number) {
+    const { rows } = await sql<{
+      id: string;
+      organization_id: string;
+      livemode: boolean;
+      passport_id: string;
+      gtin: string;
+      seq: number;
+    }>`
+      select id, organization_id, livemode, passport_id, gtin, seq::float8 as seq from variant
+      where seq > ${afterSeq}::bigint and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      order by seq
+      limit ${limit}::int`.execute(this.db);
+    return rows;
+  }
+
+  /** The variant ids of the tenant among `ids` (the passport service's reconciler's question). */
   async existingVariantIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
     if (!ids.length) return [];
     const rows = await this.db
