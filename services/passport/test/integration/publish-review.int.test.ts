@@ -42,7 +42,7 @@ it("approving a connector's publish checks the fingerprint it recorded against t
   };
 
   // Without the fingerprint the connector is refused before any approval is recorded.
-  const connector = { ...context(t), credentialKind: "connector", keyId: "key_c" };
+  const connector = { ...context(t), credentialKind: "connector" as const, keyId: "key_c" };
   const required = await refusal(h.client.publishPassport({ id: p.id }, { context: connector }));
   expect([required.code, required.details.agent_written_count]).toEqual(["variant_review_required", 2]);
 
@@ -57,7 +57,7 @@ it("approving a connector's publish checks the fingerprint it recorded against t
 
   // The rows change before a person decides: approving is refused and nothing is published.
   facts = { ...facts, variantFingerprint: "cd".repeat(32) };
-  const person = { ...context(t), credentialKind: "person" };
+  const person = { ...context(t), credentialKind: "person" as const };
   const changed = await refusal(
     h.client.decidePublishApproval({ id: approvalId, approve: true, decidedBy: "Ann" }, { context: person }),
   );

@@ -206,7 +206,7 @@ export class VariantsUnitsStore {
       .where("livemode", "=", t.livemode)
       .selectAll()
       .where("passport_id", "=", passportId)
-      .where("gtin", "in", gtins)
+      .where("gtin", "=", sql<string>`any(${[...gtins]}::text[])`)
       .execute();
   }
 
@@ -272,7 +272,7 @@ export class VariantsUnitsStore {
         .where("organization_id", "=", t.organizationId)
         .where("livemode", "=", t.livemode)
         .where("passport_id", "=", passportId)
-        .where("id", "in", ids)
+        .where("id", "=", sql<string>`any(${[...ids]}::text[])`)
         .returningAll()
         .execute();
       if (!deleted.length) return deleted;
@@ -322,7 +322,7 @@ export class VariantsUnitsStore {
       .where("livemode", "=", t.livemode)
       .select("unit_serial")
       .where("passport_id", "=", passportId)
-      .where("unit_serial", "in", serials)
+      .where("unit_serial", "=", sql<string>`any(${[...serials]}::text[])`)
       .execute();
     return new Set(rows.map((r) => r.unit_serial));
   }
