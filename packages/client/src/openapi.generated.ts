@@ -218,7 +218,9 @@ export interface paths {
      *     France filing detail: `entitlement` is `included` (paid plan, active),
      *     `free_offer` (trial, `free_filing_reason` `plan_without_filing`) or `unavailable`
      *     (payment overdue or cancelled); `attestation_wording_version` is `2026-01`.
-     *     `documents_used` is 0 until the documents service reports usage.
+     *     `documents_used` is 0 until the documents service reports usage. Publishing detail:
+     *     `unit_limit` is the units a battery passport may carry on the plan, `units_used` the units of the
+     *     organization's battery passports in the key's mode.
      */
     get: operations["listCapabilities"];
     put?: never;
@@ -1878,6 +1880,13 @@ export interface components {
       subscription_status: string;
       publish_limit: number;
       published_count: number;
+      /**
+       * @description Units a battery passport may carry on the plan (POST .../units and publish refuse more with 402
+       *     `unit_limit_reached`).
+       */
+      unit_limit: number;
+      /** @description The units of the organization's battery passports in this mode, as the units service counts them. */
+      units_used: number;
       /** @description Path template ending in `/validate`. */
       per_passport_check: string;
     };

@@ -501,7 +501,7 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "Identity"
         ],
         "summary": "What the organization can do",
-        "description": "The four capabilities `passport_publishing`, `france_affichage_filing`,\n`document_upload` and `live_api_writes`, in the key's mode, computed from the\norganization's plan and the counts the owning services report. `allowed` is true\nwhen `problems` is empty; `verification_status` is `invalid` when any problem is\nof type `invalid`, `pending` when problems are only `pending`, else `valid`.\nProblem codes: `payment_overdue`, `no_subscription`, `publish_limit_reached`,\n`document_limit_reached`, `delegation_required`, `delegation_pending`,\n`test_mode_refused`; each with remediating actions (`update_payment_method`,\n`subscribe`, `upgrade_plan`, `unpublish_passports`, `request_delegation`,\n`confirm_delegation`, `use_live_key`). `requested`: always true for publishing and\ndocument upload; for filing, a delegation was requested (`delegation_status` not\n`none`); for live writes, the organization holds a usable live key.\nFrance filing detail: `entitlement` is `included` (paid plan, active),\n`free_offer` (trial, `free_filing_reason` `plan_without_filing`) or `unavailable`\n(payment overdue or cancelled); `attestation_wording_version` is `2026-01`.\n`documents_used` is 0 until the documents service reports usage.\n",
+        "description": "The four capabilities `passport_publishing`, `france_affichage_filing`,\n`document_upload` and `live_api_writes`, in the key's mode, computed from the\norganization's plan and the counts the owning services report. `allowed` is true\nwhen `problems` is empty; `verification_status` is `invalid` when any problem is\nof type `invalid`, `pending` when problems are only `pending`, else `valid`.\nProblem codes: `payment_overdue`, `no_subscription`, `publish_limit_reached`,\n`document_limit_reached`, `delegation_required`, `delegation_pending`,\n`test_mode_refused`; each with remediating actions (`update_payment_method`,\n`subscribe`, `upgrade_plan`, `unpublish_passports`, `request_delegation`,\n`confirm_delegation`, `use_live_key`). `requested`: always true for publishing and\ndocument upload; for filing, a delegation was requested (`delegation_status` not\n`none`); for live writes, the organization holds a usable live key.\nFrance filing detail: `entitlement` is `included` (paid plan, active),\n`free_offer` (trial, `free_filing_reason` `plan_without_filing`) or `unavailable`\n(payment overdue or cancelled); `attestation_wording_version` is `2026-01`.\n`documents_used` is 0 until the documents service reports usage. Publishing detail:\n`unit_limit` is the units a battery passport may carry on the plan, `units_used` the units of the\norganization's battery passports in the key's mode.\n",
         "security": [
           {
             "bearerAuth": [
@@ -6103,6 +6103,8 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           "subscription_status",
           "publish_limit",
           "published_count",
+          "unit_limit",
+          "units_used",
           "per_passport_check"
         ],
         "properties": {
@@ -6117,6 +6119,14 @@ export const OPENAPI_DOCUMENT: Readonly<Record<string, unknown>> = {
           },
           "published_count": {
             "type": "integer"
+          },
+          "unit_limit": {
+            "type": "integer",
+            "description": "Units a battery passport may carry on the plan (POST .../units and publish refuse more with 402\n`unit_limit_reached`).\n"
+          },
+          "units_used": {
+            "type": "integer",
+            "description": "The units of the organization's battery passports in this mode, as the units service counts them."
           },
           "per_passport_check": {
             "type": "string",

@@ -3,6 +3,7 @@ import { defineService, type ServiceRuntime } from "@dpp/kit";
 import { documentsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
 import type { VariantsUnitsApp } from "./app/deps";
+import { variantClaimsReconciler } from "./app/reconcile";
 import { variantsUnitsEnv } from "./config";
 import { preflight, variantsUnitsRpc } from "./rpc/variants-units.rpc";
 import { VariantsUnitsStore } from "./store/store";
@@ -35,6 +36,17 @@ export const variantsUnitsService = defineService({
       onCommitted: rt.eventsCommitted,
     };
     rt.serve(variantsUnitsV1.VariantsUnitsService, variantsUnitsRpc(app), { preflight });
-    return { store, app };
+    const reconcile = rt.job({
+      name: "variants-units:claims-reconciler",
+      intervalMs: config.VARIANTS_RECONCILE_INTERVAL_MS,
+      run: variantClaimsReconciler({
+        store,
+        passport,
+        graceMs: config.VARIANTS_RECONCILE_GRACE_MS,
+        log: rt.log,
+      }),
+      report: "variant rows whose GTIN claim cannot be made again",
+    });
+    return { store, app, reconcile };
   },
 });

@@ -29,6 +29,7 @@ import {
 import { processCpuMs, treeCpuMs } from "./procstat";
 import { ProfileFile } from "./profile";
 import { benchDocumentUpload, uploadTable } from "./documents";
+import { benchVariants, variantsTable, type VariantFigures } from "./variants";
 import { fmt, median, percentile, table } from "./stats";
 import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 
@@ -36,7 +37,7 @@ const USAGE = `npm run bench -- [--rounds 3] [--seconds 10] [--connections 16] [
                      [--settle 10.5] [--prefill 2000] [--warmup 3] [--rewarm 2]
                      [--lag-rates 150,200] [--lag-seconds 10] [--webhook-rates 200]
                      [--node-flags local|image] [--uploads 10] [--quick] [--profile]
-                     [--import-rounds 3] [--import-rows 500]
+                     [--import-rounds 3] [--import-rows 500] [--variant-rounds 5]
 cases: ${CASES.join(", ")}`;
 
 const { values: args } = parseArgs({
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     "node-flags": { type: "string" },
     "import-rounds": { type: "string" },
     "import-rows": { type: "string" },
+    "variant-rounds": { type: "string" },
     uploads: { type: "string" },
     quick: { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
@@ -86,6 +88,8 @@ const opts = {
   // A job of import-rows rows from POST to completed, beside the same number of creates on 16 connections.
   importRounds: num(args["import-rounds"], 3, 1),
   importRows: num(args["import-rows"], 500, 500),
+  // A POST of 1000 variants and the removal of their 1000 GTINs, beside the reference's; 0: none.
+  variantRounds: num(args["variant-rounds"], 5, 1),
   lagRates: (args["lag-rates"] ?? (quick ? "50" : "150,200")).split(",").filter(Boolean).map(Number),
   // Webhook delivery lag: creates at each rate for lag-seconds, delivered to one endpoint on loopback.
   webhookRates: (args["webhook-rates"] ?? (quick ? "50" : "200")).split(",").filter(Boolean).map(Number),
@@ -696,6 +700,13 @@ async function main() {
     await sleep(1000);
   }
 
+  // --- variant batches -------------------------------------------------------------------------------------
+  let variants: VariantFigures | undefined;
+  if (opts.variantRounds > 0) {
+    log(`variant batches of 1000, ${opts.variantRounds} round(s) per side...`);
+    variants = await benchVariants({ full, ref }, opts.variantRounds, 2, 1000, log);
+  }
+
   // --- report ----------------------------------------------------------------------------------------------
   const cpu = os.cpus();
   const out: string[] = [];
@@ -802,6 +813,7 @@ async function main() {
       `import target: under 1000 ms and at least 1.5x faster than the parallel creates (printed, not asserted)`,
     );
   }
+  if (variants) out.push("", ...variantsTable(variants));
   if (opts.uploads > 0) {
     const [passportId] = (
       await load.send<(string | undefined)[]>({

@@ -34,6 +34,7 @@ function checkBattery(p: PassportView): void {
 }
 
 const EDITABLE = ["draft", "published", "deactivated"];
+const INT_MAX = 2_147_483_647;
 
 function checkEditable(p: PassportView): void {
   if (!EDITABLE.includes(p.status))
@@ -95,7 +96,8 @@ export async function createUnits(
     ),
   );
   if (taken) throw taken;
-  const limit = ctx.plan?.unitLimit ?? Number.MAX_SAFE_INTEGER;
+  // No limit in the context (a caller without a plan): the tally's own bound, the largest int it holds.
+  const limit = Math.min(ctx.plan?.unitLimit ?? INT_MAX, INT_MAX);
   try {
     const rows = await app.store.insertUnits(ctx, t, p.id, units, limit);
     if (!ctx.idempotency) app.onCommitted();
