@@ -15,6 +15,7 @@ const inputs = (org: Partial<CapabilityInputs["organization"]> = {}): Capability
   livemode: true,
   publishedCount: 0,
   documentsUsed: 0,
+  unitsUsed: 0,
   hasLiveKey: true,
   affichage: { portalConfigured: true, attested: true },
 });
