@@ -553,7 +553,8 @@ describe("publishing a passport with assistant-written variants", () => {
     const required = await h.request(publishUrl, { key: t.testKey, method: "POST" });
     expect([required.status, envelope(required).code]).toEqual([409, "variant_review_required"]);
     expect(envelope(required).details).toMatchObject({ passport_id: id, agent_written_count: 2 });
-    expect(envelope(required).details.review_url).toMatch(new RegExp(`^https?://[^/]+${reviewUrl}$`));
+    // The review page (REVIEW_BASE_URL: the gateway's /review in the local stack), where a person reviews them.
+    expect(envelope(required).details.review_url).toMatch(new RegExp(`^https?://[^/]+/review${reviewUrl}$`));
     // A connector's publish is refused the same way before any approval is recorded.
     const byConnector = await h.request(publishUrl, { key: connector.key, method: "POST" });
     expect([byConnector.status, envelope(byConnector).code]).toEqual([409, "variant_review_required"]);
