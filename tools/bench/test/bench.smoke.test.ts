@@ -61,6 +61,8 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
       "20",
       "--lag-seconds",
       "1",
+      "--webhook-rates",
+      "20",
     ],
     { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -83,5 +85,10 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
     expect(full.at(-1)).toMatch(/^\d+\.\d\d$/);
     expect(full[1]).toMatch(/^\d/);
   }
-  expect(stdout).toMatch(/^feed lag\s+target\/s\s+achieved\/s\s+created\s+seen\s+p50 ms\s+p99 ms\s+max ms$/m);
+  expect(stdout).toMatch(
+    /^lag\s+target\/s\s+achieved\/s\s+created\s+seen\s+p50 ms\s+p99 ms\s+max ms\s+repeated$/m,
+  );
+  // The feed's lag and the webhook delivery lag, each with every create seen.
+  expect(stdout).toMatch(/^feed\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+$/m);
+  expect(stdout).toMatch(/^webhook delivery\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+\s+\d+$/m);
 }, 150000);
