@@ -67,7 +67,7 @@ export async function createPassport(
   if (!created)
     throw new ApiError("already_exists", "A passport with this external_id already exists.", {
       external_id: p.externalId,
-      passport_id: (await app.store.idByExternalId(t, p.externalId)) ?? null,
+      passport_id: (await app.store.idByExternalIdInCall(t, p.externalId)) ?? null,
       issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
     });
   app.onCommitted();
