@@ -3,11 +3,13 @@
  * another under per-item keys"; docs/decisions/0053-imports-jobs-rows-and-per-row-keys.md).
  *
  * The batch call itself carries no Idempotency-Key. Each item carries a key its caller derives from something
- * stable (an import's job id and row index), and the serving handler runs the item's work through
- * `runKeyedItem`: the kit's one idempotency path (runIdempotent), with the item's key, a fingerprint of the item and
- * the method of the single write it stands for. So the item's writes, its events and its answer (or its refusal)
- * commit together in the item's own transaction, and the same item sent again (a retried batch, a batch resumed by
- * another worker after a crash, a lost answer) answers what was recorded instead of writing again.
+ * stable (an import's job id and row index), and the serving handler runs the items' work through
+ * `runKeyedItems`: the kit's one idempotency path (runIdempotent's statements and rules, runIdempotentItems), with
+ * each item's key, a fingerprint of the item and the method of the single write it stands for, the items a few
+ * dozen to a transaction, each in a savepoint of its own. So an item's writes, its events and its answer (or its
+ * refusal) commit together, and the same item sent again (a retried batch, a batch resumed by another worker after
+ * a crash, a lost answer) answers what was recorded instead of writing again. `runKeyedItem` runs one item in a
+ * transaction of its own (runIdempotent itself).
  *
  * The items' records live in a scope of their own: their caller organization is `service:<caller>` (the signed
  * caller's name), never an organization id, so no Idempotency-Key of a public client can meet an item's key.
