@@ -681,13 +681,7 @@ async function attempt<R>(
         ),
       );
       const row = resultOf(opened, "SELECT").rows[0] as ({ locked: boolean } & Partial<Found>) | undefined;
-      if (!row?.locked)
-        throw new ApiError(
-          "resource_busy",
-          "A request with this Idempotency-Key is still being processed; retry after the delay.",
-          { idempotency_key: idem.key },
-          { "Retry-After": String(BUSY_RETRY_AFTER_S) },
-        );
+      if (!row?.locked) throw busyRefusal(idem.key);
       if (row.fingerprint === null || row.fingerprint === undefined) return undefined;
       const outcome = answerRecorded(o, row as Found);
       await client.query("commit");
@@ -725,18 +719,10 @@ async function attempt<R>(
         // A wait ended by the deadline ends the call: another attempt would only wait again.
         if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
         if (amb.broken) throw new RolledBack("second_attempt");
-        // An internal_error (a service the work called was out of reach or timed out, a deadline) applied nothing
-        // (decision 0044): it is not the request's answer, and the same key may run again. The spec's own 5xx codes
-        // (storage_unavailable, portal_unavailable, entitlement_unavailable) are the request's answer and replay,
-        // as its retry rule 2 says. A conflict of `once` (effects.ts) is the key's answer to another request.
-        if (
-          !(err instanceof ApiError) ||
-          (err.code === "internal_error" && !recordedFailures.has(err)) ||
-          UNRECORDED.has(err.code)
-        )
-          throw err;
-        // Recorded as it is answered: within the bounds of an error answer, whatever the request echoed.
-        refusal = boundError(err);
+        // An internal_error applied nothing (decision 0044): it is not the request's answer, and the same key may
+        // run again (recordableRefusal).
+        refusal = recordableRefusal(err);
+        if (!refusal) throw err;
       } finally {
         ambients.delete(t);
       }
@@ -839,6 +825,24 @@ export async function effectTransaction<DB, T>(
 /** Refusals that are never recorded as a keyed call's answer (see `attempt`). */
 const UNRECORDED: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["resource_busy", "idempotency_conflict"]);
 
+/**
+ * What a keyed call's work failed with, as the refusal recorded under its key (within the bounds of an error
+ * answer, whatever the request echoed); undefined when it is not recorded: anything but an ApiError, an
+ * internal_error that applied nothing (decision 0044; a service the work called was out of reach or timed out, a
+ * deadline), and the UNRECORDED refusals (a conflict of `once`, effects.ts, is the key's answer to another
+ * request). The spec's own 5xx codes (storage_unavailable, portal_unavailable, entitlement_unavailable) are the
+ * request's answer and replay, as its retry rule 2 says.
+ */
+function recordableRefusal(err: unknown): ApiError | undefined {
+  if (
+    !(err instanceof ApiError) ||
+    (err.code === "internal_error" && !recordedFailures.has(err)) ||
+    UNRECORDED.has(err.code)
+  )
+    return undefined;
+  return boundError(err);
+}
+
 /** A recorded refusal, answered again as first given (its request id included) and marked as a replay. */
 function replayedError(e: RecordedError, requestId: string): ApiError {
   const code: ErrorCode = isErrorCode(e.code) ? e.code : "internal_error";
@@ -872,5 +876,255 @@ async function reapExpired(db: Kysely<any>, table: string, batch: number): Promi
     const n = rows[0]?.n ?? 0;
     total += n;
     if (n < batch) return total;
+  }
+}
+
+// --- keyed items, several in one transaction -----------------------------------------------------------------
+
+/** One keyed item of a batch (keyed-items.ts): its own context, with its idempotency, and its work. */
+export interface IdempotentItem<R> {
+  ctx: TenantContext;
+  work: () => Promise<R>;
+}
+
+/** What an item answered: its response (replayed or not), or its refusal (recorded, replayed, or not recorded). */
+export type IdempotentItemOutcome<R> = IdempotentOutcome<R> | { error: ApiError };
+
+export interface IdempotentItemsOptions<R> extends Omit<IdempotentCallOptions<R>, "ctx" | "onCommitted"> {
+  /** The batch call's context: its deadline bounds every transaction (lock and statement waits, commit). */
+  ctx: RequestContext;
+  /** The most items one transaction holds: it commits after that many (under 64, a transaction's subtransactions). */
+  perTransaction: number;
+  /** Called after each commit whose transaction ran an item's work (wakes the outbox relay). */
+  onCommitted?: () => void;
+  /** Set by another lane of the same batch that failed: this one rolls back its open transaction and stops. */
+  stop: { failed: boolean };
+}
+
+/** Thrown in a lane when another lane of its batch failed (see IdempotentItemsOptions.stop). */
+export class BatchStopped extends Error {
+  constructor() {
+    super("another transaction of the batch failed");
+    this.name = "BatchStopped";
+  }
+}
+
+/**
+ * Runs keyed items one after the other on one connection, `perTransaction` of them in each transaction, with the
+ * rules of `runIdempotent` for each (docs/decisions/0053-imports-jobs-rows-and-per-row-keys.md). `next` hands the
+ * lane its next item (undefined: none left); `settle` gets each item's outcome once the transaction that holds it
+ * committed.
+ *
+ * An item runs inside a savepoint of the transaction, `idempotent_work` (the work savepoint of runIdempotent's
+ * second attempt, which the work's store transactions know how to use: they join the transaction, the first of them
+ * rolls back to that savepoint, later ones to savepoints of their own). With `openWithWork`, the savepoint and the
+ * key's claim travel ahead of the work's first statement, in its message, as in runIdempotent; a claim that finds
+ * the key busy or recorded voids that statement (rolled back to the savepoint) and the key is opened (its lock
+ * tried, its record read): a recorded answer or refusal replays, a key another transaction holds answers
+ * resource_busy (not recorded; the caller sends the item again), and a key free by then runs the work again, opened
+ * first. Then the item's answer, or its refusal after rolling back to the savepoint (nothing of its writes stays),
+ * is recorded by the kit's record statement; its savepoint is released with the next item's first message. A record
+ * another transaction committed first (the record's statement waited for it, then kept it) rolls the item back to
+ * its savepoint and answers that record.
+ *
+ * Anything else that fails (not an ApiError, an internal_error that applied nothing, a breach of the keyed-call
+ * contract, a lock or statement timeout, a failed record or commit, the deadline) rolls back the whole open
+ * transaction and is thrown: none of its items is recorded, and the items of this lane's transactions that
+ * committed before keep their records (the caller's retry replays them).
+ * Round trips of an item that runs: its first statement (with the savepoint and the claim), its other statements,
+ * its record; and of a transaction, begin and commit.
+ */
+export async function runIdempotentItems<R>(
+  o: IdempotentItemsOptions<R>,
+  next: () => IdempotentItem<R> | undefined,
+  settle: (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => void,
+): Promise<void> {
+  const at = callDeadline(o.ctx);
+  const SP = WORK_SAVEPOINT_NAME;
+  await withConnection(o.db, async (trx, client, lead) => {
+    await prepareKeyStatements(o.db, client);
+    let open = false;
+    /** Statements without values to send ahead of the lane's next message (the last item's savepoint release). */
+    let ahead = "";
+    /** The outcomes of the open transaction's items, settled once it commits. */
+    let held: Array<[IdempotentItem<R>, IdempotentItemOutcome<R>]> = [];
+    let ran = false;
+    const send = (...statements: Array<string | false>) => {
+      const text = message(ahead, ...statements);
+      ahead = "";
+      return client.query(text);
+    };
+    const commit = async () => {
+      if (at !== undefined && Date.now() >= at) throw new DeadlineExceeded();
+      try {
+        // An unrecorded item's rollback to its savepoint may wait for the next message: it goes before commit.
+        await send("commit");
+      } catch (err) {
+        open = false;
+        if (isConnectionLost(err)) throw outcomeUnknown();
+        throw err;
+      }
+      open = false;
+      for (const [item, outcome] of held) settle(item, outcome);
+      held = [];
+      if (ran) o.onCommitted?.();
+      ran = false;
+    };
+
+    /** The item's key opened in its savepoint (`again`: the savepoint exists, rolled back to): an answer, or none (run). */
+    const openKey = async (
+      t: TenantContext,
+      again: boolean,
+    ): Promise<IdempotentItemOutcome<R> | undefined> => {
+      const opened = await send(
+        again ? `rollback to savepoint ${SP}` : `savepoint ${SP}`,
+        lockAndRead(o.db, t),
+      );
+      const row = resultOf(opened, "SELECT").rows[0] as ({ locked: boolean } & Partial<Found>) | undefined;
+      if (row?.locked && (row.fingerprint === null || row.fingerprint === undefined)) return undefined;
+      ahead = `release savepoint ${SP}`;
+      if (!row?.locked) return { error: busyRefusal(t.idempotency!.key) };
+      return answered(o, t, row as Found);
+    };
+
+    /** One item, in the open transaction. */
+    const runItem = async (item: IdempotentItem<R>): Promise<IdempotentItemOutcome<R>> => {
+      const t = item.ctx;
+      let withWork = o.openWithWork === true;
+      if (!withWork) {
+        const answer = await openKey(t, false);
+        if (answer) return answer;
+      }
+      for (;;) {
+        let aheadInLead = "";
+        if (withWork) {
+          aheadInLead = ahead;
+          ahead = "";
+          lead.set(message(aheadInLead, `savepoint ${SP}`, claim(o.db, t)));
+        }
+        const amb: Ambient = {
+          trx,
+          savepoints: true,
+          depth: { n: 0 },
+          clean: true,
+          wrote: false,
+          broken: false,
+          call: { ctx: t, method: o.method, db: o.db },
+          lead,
+        };
+        let response: R | undefined;
+        let refusal: ApiError | undefined;
+        let unrecorded: ApiError | undefined;
+        const unclaimed = () => withWork && lead.sent && isNotClaimed(lead.failure);
+        ambients.set(t, amb);
+        const checked = keyedCallChecks.flow !== undefined;
+        try {
+          response = await (checked ? runChecked(amb, item.work) : item.work());
+        } catch (err) {
+          if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
+          if (!unclaimed()) {
+            if (isLockTimeout(err) || isStatementTimeout(err)) throw err;
+            refusal = recordableRefusal(err);
+            if (!refusal) {
+              // resource_busy or idempotency_conflict from the work: the item's answer, never recorded.
+              if (!(err instanceof ApiError) || !UNRECORDED.has(err.code)) throw err;
+              unrecorded = err;
+            }
+          }
+        } finally {
+          ambients.delete(t);
+        }
+        if (checked && keyedCallBreach(amb)) throw keyedCallBreach(amb);
+        // The key's claim went with the work's first statement and found the key busy or recorded.
+        if (unclaimed()) {
+          lead.withdraw();
+          const answer = await openKey(t, true);
+          if (answer) return answer;
+          withWork = false;
+          continue;
+        }
+        if (withWork && lead.withdraw() !== undefined) {
+          // The work sent no statement: its key is opened now (nothing to roll back), before its answer is recorded.
+          ahead = aheadInLead;
+          const answer = await openKey(t, false);
+          if (answer) return answer;
+        }
+        if (unrecorded) {
+          ahead = message(`rollback to savepoint ${SP}`, `release savepoint ${SP}`);
+          return { error: unrecorded };
+        }
+        if (at !== undefined && Date.now() >= at) throw new DeadlineExceeded();
+        const error = refusal
+          ? JSON.stringify({
+              code: refusal.code,
+              message: refusal.message,
+              details: refusal.details,
+              headers: refusal.headers,
+            } satisfies RecordedError)
+          : null;
+        const bytes = response === undefined ? null : o.encode(response);
+        try {
+          await send(
+            refusal !== undefined && amb.wrote && `rollback to savepoint ${SP}`,
+            record(o.db, t, o.method, bytes, error),
+          );
+        } catch (err) {
+          if (!isRecordKept(err)) throw err;
+          // Another transaction recorded the key first: the item's work is undone, and that record answers.
+          await client.query(`rollback to savepoint ${SP}`);
+          const { rows } = await sql<Found>`
+            select fingerprint, method, request_id, response, error from idempotency
+            where ${keyScope(t)} and created_at > ${LIVE_SINCE}`.execute(trx);
+          ahead = `release savepoint ${SP}`;
+          if (!rows[0]) throw new Error("the idempotency record that refused the write is gone");
+          return answered(o, t, rows[0]);
+        }
+        ahead = `release savepoint ${SP}`;
+        ran = true;
+        return refusal ? { error: refusal } : { response: response as R, replayed: false };
+      }
+    };
+
+    try {
+      for (let item = next(); item; item = next()) {
+        if (o.stop.failed) throw new BatchStopped();
+        if (!open) {
+          assertBeforeDeadline(o.ctx);
+          open = true;
+          await client.query(message("begin", timeoutStatements(at)));
+        }
+        held.push([item, await runItem(item)]);
+        if (held.length >= o.perTransaction) await commit();
+      }
+      if (open) await commit();
+    } catch (err) {
+      lead.withdraw();
+      if (open) await client.query("rollback").catch(() => undefined);
+      throw err;
+    }
+  });
+}
+
+/** A key another transaction holds (runIdempotent's answer to it). */
+function busyRefusal(key: string): ApiError {
+  return new ApiError(
+    "resource_busy",
+    "A request with this Idempotency-Key is still being processed; retry after the delay.",
+    { idempotency_key: key },
+    { "Retry-After": String(BUSY_RETRY_AFTER_S) },
+  );
+}
+
+/** answerRecorded for an item: its replayed answer, or its refusal (replayed, or idempotency_conflict). */
+function answered<R>(
+  o: Omit<IdempotentCallOptions<R>, "ctx">,
+  t: TenantContext,
+  found: Found,
+): IdempotentItemOutcome<R> {
+  try {
+    return answerRecorded({ ...o, ctx: t }, found);
+  } catch (err) {
+    if (err instanceof ApiError) return { error: err };
+    throw err;
   }
 }

@@ -89,5 +89,14 @@ export {
 } from "@dpp/bus";
 
 // Keyed calls: effects run once per Idempotency-Key (docs/writes-under-a-key.md).
-export { runKeyedItem, itemFingerprint, type KeyedItemOptions } from "./keyed-items";
+export {
+  runKeyedItem,
+  runKeyedItems,
+  itemFingerprint,
+  KEYED_ITEMS_LANES,
+  KEYED_ITEMS_PER_TRANSACTION,
+  type KeyedItemOptions,
+  type KeyedItemsOptions,
+  type KeyedItemResult,
+} from "./keyed-items";
 export { once, EFFECT_LEASE_MS_DEFAULT, type EffectRun, type OnceOptions } from "./effects";

@@ -1,13 +1,15 @@
 /**
  * CreatePassports: the creates of an import's rows in one call. Each row is a create with the rules of
- * POST .../passports (create.ts), run under the row's own key through the kit's runKeyedItem: its passport, GTIN
- * claim, passport.created and recorded answer commit together, and a row sent again (a retried or resumed batch)
- * answers its recorded passport or refusal. Rows that share an external_id or a GTIN run one after the other in
- * their order, so the first of them wins as it would from one client; the others run side by side.
+ * POST .../passports (create.ts), run under the row's own key through the kit's runKeyedItems: the rows commit a
+ * few dozen to a transaction, on a few transactions side by side, each row in a savepoint of its own, so its
+ * passport, GTIN claim, passport.created and recorded answer commit together, and a refused row leaves nothing but
+ * its recorded refusal; a row sent again (a retried or resumed batch) answers its recorded passport or refusal.
+ * Rows that share an external_id or a GTIN run one after the other in their order, in one transaction lane, so the
+ * first of them wins as it would from one client; the others run side by side.
  */
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
 import { ApiError, normalizeGtin } from "@dpp/contract";
-import { requireTenant, runKeyedItem, type RequestContext } from "@dpp/kit";
+import { requireTenant, runKeyedItems, type RequestContext } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
 import type { PassportRow } from "../store";
 import type { PassportApp } from "./deps";
@@ -15,8 +17,6 @@ import { createPassport } from "./create";
 
 /** The most rows of one call. */
 export const MAX_BATCH_ROWS = 500;
-/** Rows (or chains of rows that share an external_id or a GTIN) created side by side. */
-const ROWS_AT_ONCE = 10;
 /** The single write a row stands for: its record is CreatePassport's answer. */
 const CREATE_METHOD = "/dpp.passport.v1.PassportService/CreatePassport";
 
@@ -91,41 +91,34 @@ export async function createPassports(
     throw new ApiError("validation_failed", `At most ${MAX_BATCH_ROWS} rows per call.`, {
       issues: [{ source: { pointer: "/rows" }, rule: "max_rows" }],
     });
-  const out: BatchOutcome[] = new Array(rows.length);
-  const one = async (i: number) => {
-    const row = rows[i]!;
-    try {
-      const { response, replayed } = await runKeyedItem(
-        {
-          db: app.db,
-          call,
-          key: row.key,
-          request: { category: row.category, external_id: row.externalId, data_json: row.dataJson },
-          method: CREATE_METHOD,
-          encode,
-          decode,
-          onCommitted: app.onCommitted,
-          openWithWork: true,
-        },
-        async (ctx) => {
-          const created = await createPassport(app, ctx, {
-            category: row.category,
-            externalId: row.externalId,
-            dataJson: row.dataJson,
-          });
-          return create(passportV1.CreatePassportResponseSchema, { passport: toMessage(created) });
-        },
-      );
-      out[i] = { passport: response.passport!, replayed };
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      out[i] = { error: err, replayed: err.replayedRequestId !== undefined };
-    }
-  };
-  const queue = chainsOf(rows);
-  const runner = async () => {
-    for (let chain = queue.shift(); chain; chain = queue.shift()) for (const i of chain) await one(i);
-  };
-  await Promise.all(Array.from({ length: Math.min(ROWS_AT_ONCE, queue.length) }, runner));
-  return out;
+  const results = await runKeyedItems(
+    {
+      db: app.db,
+      call,
+      method: CREATE_METHOD,
+      encode,
+      decode,
+      onCommitted: app.onCommitted,
+      openWithWork: true,
+      order: chainsOf(rows),
+    },
+    rows.map((row) => ({
+      key: row.key,
+      request: { category: row.category, external_id: row.externalId, data_json: row.dataJson },
+      row,
+    })),
+    async ({ row }, ctx) => {
+      const created = await createPassport(app, ctx, {
+        category: row.category,
+        externalId: row.externalId,
+        dataJson: row.dataJson,
+      });
+      return create(passportV1.CreatePassportResponseSchema, { passport: toMessage(created) });
+    },
+  );
+  return results.map((r) =>
+    r.error
+      ? { error: r.error, replayed: r.replayed }
+      : { passport: r.response.passport!, replayed: r.replayed },
+  );
 }

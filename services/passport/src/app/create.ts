@@ -67,9 +67,22 @@ export async function createPassport(
   if (!created)
     throw new ApiError("already_exists", "A passport with this external_id already exists.", {
       external_id: p.externalId,
-      passport_id: (await app.store.idByExternalId(t, p.externalId)) ?? null,
+      passport_id: (await takenBy(app, t, p.externalId)) ?? null,
       issues: [{ source: { pointer: "/external_id" }, rule: "unique" }],
     });
   app.onCommitted();
   return created;
+}
+
+/**
+ * The passport that holds an external_id: read on the pool (a committed passport, the usual case, read without a
+ * statement in the call's transaction), else in the call's transaction, where a passport written earlier in the
+ * same transaction and not committed yet is found (an earlier row of the same CreatePassports transaction).
+ */
+async function takenBy(
+  app: PassportApp,
+  t: TenantContext,
+  externalId: string | null,
+): Promise<string | undefined> {
+  return (await app.store.idByExternalId(t, externalId)) ?? app.store.idByExternalIdInCall(t, externalId);
 }

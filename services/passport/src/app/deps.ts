@@ -16,6 +16,6 @@ export interface PassportAppOptions {
 /** What every use case is given: the store and the service's settings. */
 export interface PassportApp extends PassportAppOptions {
   store: PassportStore;
-  /** The pool, for the kit's keyed items (CreatePassports' rows: runKeyedItem). */
+  /** The pool, for the kit's keyed items (CreatePassports' rows: runKeyedItems). */
   db: Kysely<PassportDB>;
 }

@@ -36,6 +36,15 @@ export class PassportStore extends PassportReads {
   }
 
   /**
+   * The id of the tenant's passport with this external_id, read in the call's transaction when its work runs
+   * under a key (one statement; on the pool otherwise): a passport that transaction wrote and has not committed
+   * yet, an earlier row of the same batch, is found.
+   */
+  idByExternalIdInCall(t: TenantContext, externalId: string | null): Promise<string | undefined> {
+    return singleStatement(this.db, t, (q) => new PassportReads(q).idByExternalId(t, externalId));
+  }
+
+  /**
    * Deletes the variant claims held by these (gtin, owner) pairs; returns the GTINs deleted. One statement (inside
    * an idempotent call, part of the call's transaction).
    */

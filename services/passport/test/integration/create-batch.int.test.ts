@@ -48,6 +48,14 @@ it("creates each row once under its key, answers a repeated batch from the recor
     "created",
   ]);
   expect(first.results.every((r) => !r.replayed)).toBe(true);
+  // Row 2 met row 0's passport in the same transaction, not committed yet: its refusal names it.
+  const refused = first.results[2]!.outcome;
+  const created = first.results[0]!.outcome;
+  if (refused.case !== "error" || created.case !== "passport") throw new Error("unexpected outcomes");
+  expect(JSON.parse(refused.value.detailsJson)).toMatchObject({
+    external_id: "a",
+    passport_id: created.value.id,
+  });
 
   const again = await h.client.createPassports({ rows }, { context: context(t) });
   expect(again.results.map(outcome)).toEqual(first.results.map(outcome));

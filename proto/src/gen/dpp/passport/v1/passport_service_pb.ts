@@ -2112,8 +2112,9 @@ export const PassportService: GenService<{
   },
   /**
    * Many creates in one call, for the imports service: each row succeeds or fails alone, with the rules of
-   * CreatePassport, under its own key (the kit's runKeyedItem), so a row sent again answers what it did the
-   * first time and never creates a second passport. Rows that share an external_id or a GTIN run in their order.
+   * CreatePassport, under its own key (the kit's runKeyedItems: the rows in a few transactions, each in a
+   * savepoint), so a row sent again answers what it did the first time and never creates a second passport. Rows
+   * that share an external_id or a GTIN run in their order.
    *
    * @generated from rpc dpp.passport.v1.PassportService.CreatePassports
    */
