@@ -47,6 +47,48 @@ export class PassportReads {
       .execute();
   }
 
+  /**
+   * The public surface's reads, the one exception to the tenant filter (a scan or a public page names no
+   * organization): live rows only, in a status that is shown publicly (docs/decisions/0058-public-surface.md).
+   * By GTIN, the passport's own GTIN or a variant's: a GTIN claimed live by several organizations answers the
+   * passport published first.
+   */
+  findPublicById(id: string, statuses: readonly string[]): Promise<PassportRow | undefined> {
+    return this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("livemode", "=", true)
+      .where("id", "=", id)
+      .where("status", "in", statuses)
+      .executeTakeFirst();
+  }
+
+  async findPublicByGtin(
+    gtin14: string,
+    statuses: readonly string[],
+  ): Promise<{ row: PassportRow; role: "lead" | "variant" } | undefined> {
+    const found = await this.db
+      .selectFrom("gtin_claim as c")
+      .innerJoin("passport as p", (j) =>
+        j
+          .onRef("p.organization_id", "=", "c.organization_id")
+          .onRef("p.livemode", "=", "c.livemode")
+          .onRef("p.id", "=", "c.passport_id"),
+      )
+      .selectAll("p")
+      .select("c.role as claim_role")
+      .where("c.livemode", "=", true)
+      .where("c.gtin", "=", gtin14)
+      .where("p.status", "in", statuses)
+      .orderBy("p.published_at", "asc")
+      .orderBy("p.id", "asc")
+      .limit(1)
+      .executeTakeFirst();
+    if (!found) return undefined;
+    const { claim_role, ...row } = found;
+    return { row: row as PassportRow, role: claim_role };
+  }
+
   /** One publish approval of the tenant. */
   getPublishApproval(t: Tenant, id: string) {
     return this.db
