@@ -196,6 +196,67 @@ describe("the same data as JSON and JSON-LD", () => {
   });
 });
 
+describe("preview_url", () => {
+  it("shows a draft or a test passport to whoever holds the signed link, privately, public tier only", async () => {
+    expect(p.links.preview_url).toBeNull();
+    const draft = await makePassport(h, t, {
+      key: t.liveKey,
+      gtin: gtin13("500000000011"),
+      publish: false,
+      data: {
+        product_name: "Draft Jacket",
+        manufacturing_facilities: [
+          { step: "making_up", facility_identifier: "GLN-2", facility_name: "Hidden Works" },
+        ],
+      },
+      photo: true,
+    });
+    const testOne = await makePassport(h, t, { key: t.testKey, gtin: gtin13("500000000012") });
+    expect((await html({}, draft.links.public_url)).status).toBe(404);
+    for (const [made, name] of [
+      [draft, "Draft Jacket"],
+      [testOne, "Organic T-shirt"],
+    ] as const) {
+      const url = made.links.preview_url!;
+      expect(url).toMatch(new RegExp(`^${h.stack.publicUrl}/p/${made.id}/preview\\?token=`));
+      const res = await html({}, url);
+      expect([made.id, res.status]).toEqual([made.id, 200]);
+      expect(res.headers.get("cache-control")).toBe("private, no-store");
+      expect(res.headers.get("x-robots-tag")).toBe("noindex");
+      expect(res.text).toContain(`<h1>${name}</h1>`);
+      expect(res.text).toContain("Preview for the maker only");
+    }
+    const page = await html({}, draft.links.preview_url!);
+    expect(page.text).not.toContain("Hidden Works");
+    const photo = /<img src="([^"]+)" alt="Photo: Front view"/.exec(page.text)![1]!.replace(/&#38;/g, "&");
+    const image = await fetch(new URL(photo, h.stack.publicUrl));
+    expect(image.status).toBe(200);
+    expect(
+      Buffer.from(await image.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe("PNG");
+  });
+
+  it("refuses a link without its token, with an altered token or with another passport's", async () => {
+    const draft = await makePassport(h, t, { key: t.liveKey, gtin: gtin13("500000000021"), publish: false });
+    const other = await makePassport(h, t, { key: t.liveKey, gtin: gtin13("500000000022"), publish: false });
+    const url = new URL(draft.links.preview_url!);
+    const token = url.searchParams.get("token")!;
+    const altered = token.slice(0, -1) + (token.endsWith("A") ? "B" : "A");
+    for (const bad of [
+      `${draft.links.public_url}/preview`,
+      `${draft.links.public_url}/preview?token=${altered}`,
+      `${draft.links.public_url}/preview?token=${new URL(other.links.preview_url!).searchParams.get("token")}`,
+    ]) {
+      const res = await html({}, bad);
+      expect([bad, res.status]).toEqual([bad, 403]);
+      expect(res.text).toContain("This preview link is not valid");
+      expect(res.headers.get("cache-control")).toBe("private, no-store");
+    }
+  });
+});
+
 describe("cost and limits", () => {
   it("answers from memory while passport, documents and variants-units are down", async () => {
     expect((await html()).status).toBe(200);

@@ -42,6 +42,8 @@ export const publicSurfaceEnv = {
   PUBLIC_RATE_LIMIT_PER_MINUTE: positiveInt(600),
   /** Proxies in front of the listener whose X-Forwarded-For is believed (0: the socket's address). */
   TRUST_PROXY: z.coerce.number().int().min(0).default(0),
+  /** Checks the token of preview_url (passport signs it with the same secret); empty: every preview is 403. */
+  PREVIEW_SIGNING_SECRET: z.string().default(""),
   /** What /.well-known/gs1resolver says of the resolver. */
   RESOLVER_NAME: z.string().min(1).default("DPP platform GS1 Digital Link resolver"),
   RESOLVER_CONTACT: z.string().default(""),

@@ -52,6 +52,7 @@ export const publicSurfaceService = defineService({
       trustProxy: c.TRUST_PROXY,
       resolverName: c.RESOLVER_NAME,
       resolverContact: c.RESOLVER_CONTACT,
+      previewSecret: c.PREVIEW_SIGNING_SECRET,
       log: rt.log,
     });
     rt.onStop(() => server.close());

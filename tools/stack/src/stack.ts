@@ -13,6 +13,7 @@
  * process's stdout and stderr are that file; a thread's logger appends to it), or
  * this process's stdout and stderr; its log lines are never relayed through the stack.
  */
+import { createHash } from "node:crypto";
 import { execFile, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -363,6 +364,11 @@ export function serviceEnvs(
       const local = publicBaseUrl(publicPort, o.gatewayHost);
       if (!o.env?.PUBLIC_BASE_URL) env.PUBLIC_BASE_URL = local;
       if (!o.env?.RESOLVER_BASE_URL) env.RESOLVER_BASE_URL = local;
+      // The secret of preview_url's token, the same for both; derived from this stack's keys (made per stack).
+      if (!o.env?.PREVIEW_SIGNING_SECRET && keys.admin)
+        env.PREVIEW_SIGNING_SECRET = createHash("sha256")
+          .update(`dpp-preview:${keys.admin.privateKey}`)
+          .digest("base64url");
     }
     if (s.name === "public-surface") {
       env.PUBLIC_SURFACE_HTTP_HOST = o.gatewayHost ?? HOST;

@@ -3,7 +3,7 @@
  * (https://<resolver host>/01/<gtin14>[/21/<serial>], GS1 Digital Link URI syntax 1.x; the linkset is asked for
  * with ?linkType=linkset as the GS1-Conformant Resolver standard requires). Pure: hosts come from configuration.
  */
-import { normalizeGtin } from "@dpp/contract";
+import { normalizeGtin, previewExpiry, signPreviewToken } from "@dpp/contract";
 import { PUBLIC_STATUSES } from "./lifecycle";
 
 export interface LinkHosts {
@@ -11,10 +11,18 @@ export interface LinkHosts {
   publicBaseUrl: string;
   /** Base of the GS1 Digital Link resolver, without a trailing slash. */
   resolverBaseUrl: string;
+  /**
+   * Signs preview_url's token (shared with the public surface, docs/decisions/0058-public-surface.md); empty: the
+   * preview_url carries no token and the public surface refuses it.
+   */
+  previewSecret?: string;
+  /** The clock of the token's expiry (tests). */
+  now?: () => number;
 }
 
 export interface LinkSubject {
   id: string;
+  organization_id: string;
   status: string;
   livemode: boolean;
   gtin: string | null;
@@ -84,10 +92,21 @@ export function passportLinks(p: LinkSubject, hosts: LinkHosts): Links {
     // The QR carries the GS1 Digital Link when there is one (the resolver sends a browser to the public page),
     // so the same code also works at a till; otherwise the public page itself.
     qr_target: dl.uri ?? publicUrl,
-    // A signed-in preview of what the page shows (or will show); none for a trashed passport.
-    preview_url: reason !== null && p.status !== "trashed" ? `${publicUrl}/preview` : null,
+    // What the page shows (or will show), for the organization's own people: a link signed for this passport
+    // that ends within two hours, handed only to a caller who may read the passport; none for a trashed one.
+    preview_url: reason !== null && p.status !== "trashed" ? previewUrl(p, publicUrl, hosts) : null,
     resolves_publicly: reason === null,
     not_resolvable_reason: reason,
     gs1_digital_link: dl,
   };
+}
+
+function previewUrl(p: LinkSubject, publicUrl: string, hosts: LinkHosts): string {
+  if (!hosts.previewSecret) return `${publicUrl}/preview`;
+  const token = signPreviewToken(
+    hosts.previewSecret,
+    { passportId: p.id, organizationId: p.organization_id, livemode: p.livemode },
+    previewExpiry((hosts.now ?? Date.now)()),
+  );
+  return `${publicUrl}/preview?token=${token}`;
 }

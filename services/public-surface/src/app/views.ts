@@ -2,7 +2,8 @@
  * What the public surface shows of a passport, read from its owners (passport, documents, variants-units) with the
  * public surface's own signed calls, and kept in memory: a scan or a page view is answered from memory, and the
  * owners (Postgres) are asked again only when the entry is older than PUBLIC_CACHE_TTL_MS (a miss is kept as
- * long). So an unpublish stops resolution within that lifetime (docs/decisions/0058-public-surface.md).
+ * long; an entry still being read is refreshed ahead in the background). So an unpublish stops resolution within
+ * that lifetime (docs/decisions/0058-public-surface.md).
  */
 import { ApiError } from "@dpp/contract";
 import type { ClientOf, RequestContext } from "@dpp/kit";
@@ -34,6 +35,8 @@ export interface PublicUnit {
 /** A field of the category schema as the page labels it. */
 export interface FieldInfo {
   title: string;
+  /** x-access-tier: only "public" fields are ever shown. */
+  tier: string;
   environmental: boolean;
   unit?: string;
   /** Titles (descriptions when untitled) of an object list's item members. */
@@ -123,12 +126,22 @@ export class PublicViews {
 
   private async get(key: string, lookup: { case: "id" | "gtin14"; value: string }): Promise<Entry> {
     const e = this.entries.get(key);
-    if (e && this.now() - e.at < this.o.ttlMs) return e;
-    const running = this.inflight.get(key);
-    if (running) return running;
+    if (e && this.now() - e.at < this.o.ttlMs) {
+      // Refresh ahead: an entry read in the second half of its life is read again from its owners in the
+      // background, so a passport that keeps being scanned never makes a scan wait for them; nothing older than
+      // the TTL is ever answered.
+      if (this.now() - e.at >= this.o.ttlMs / 2 && !this.inflight.has(key))
+        this.refresh(key, lookup).catch(() => undefined);
+      return e;
+    }
+    return this.inflight.get(key) ?? this.refresh(key, lookup);
+  }
+
+  private refresh(key: string, lookup: { case: "id" | "gtin14"; value: string }): Promise<Entry> {
+    const started = this.now();
     const p = this.load(lookup)
       .then((value) => {
-        const entry: Entry = { at: this.now(), value, rendered: new Map() };
+        const entry: Entry = { at: started, value, rendered: new Map() };
         this.entries.delete(key);
         this.entries.set(key, entry);
         if (this.entries.size > this.o.maxEntries) {
@@ -152,12 +165,36 @@ export class PublicViews {
       if (err instanceof ApiError && err.code === "resource_not_found") return null;
       throw err;
     }
-    const p = res.passport!;
-    const l = res.links!;
+    return { view: await this.build(res.passport!, res.links!), variantGtin14: res.variantGtin14 || null };
+  }
+
+  /**
+   * What the public page would show of a passport of any status and mode, for its organization's own people
+   * (preview_url, whose token named the organization and mode): read afresh, never cached, public tier only.
+   */
+  async preview(id: string, organizationId: string, livemode: boolean): Promise<PublicView | null> {
+    const ctx: RequestContext = { requestId: `preview_${Date.now().toString(36)}`, organizationId, livemode };
+    try {
+      const [p, l] = await Promise.all([
+        this.o.passport.getPassport({ id }, { context: ctx }),
+        this.o.passport.getPassportLinks({ id }, { context: ctx }),
+      ]);
+      return await this.build(p.passport!, l.links!, livemode);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "resource_not_found") return null;
+      throw err;
+    }
+  }
+
+  private async build(
+    p: passportV1.Passport,
+    l: passportV1.PassportLinks,
+    livemode = true,
+  ): Promise<PublicView> {
     const tenant: RequestContext = {
-      requestId: ctx.requestId,
+      requestId: `public_${Date.now().toString(36)}`,
       organizationId: p.organizationId,
-      livemode: true,
+      livemode,
     };
     const [documents, variants, units, category] = await Promise.all([
       this.documentsOf(tenant, p.id),
@@ -175,7 +212,7 @@ export class PublicViews {
       serial: p.serialNumber ?? null,
       publishedAt: p.publishedAt ? new Date(Number(p.publishedAt.seconds) * 1000).toISOString() : null,
       updatedAt: p.updatedAt ? new Date(Number(p.updatedAt.seconds) * 1000).toISOString() : null,
-      data: JSON.parse(p.dataJson || "{}") as Record<string, unknown>,
+      data: publicOnly(JSON.parse(p.dataJson || "{}") as Record<string, unknown>, category.fields),
       publicUrl: l.publicUrl,
       qrTarget: l.qrTarget,
       digitalLink: l.gs1DigitalLink?.uri ?? null,
@@ -186,7 +223,7 @@ export class PublicViews {
       revision: "",
     };
     view.revision = revisionOf(view);
-    return { view, variantGtin14: res.variantGtin14 || null };
+    return view;
   }
 
   private async documentsOf(ctx: RequestContext, passportId: string): Promise<PublicDocument[]> {
@@ -253,6 +290,7 @@ export class PublicViews {
     for (const [k, s] of Object.entries(schema.properties ?? {})) {
       const info: FieldInfo = {
         title: typeof s.title === "string" ? s.title : k,
+        tier: typeof s["x-access-tier"] === "string" ? s["x-access-tier"] : "public",
         environmental: s["x-environmental"] === true,
       };
       if (typeof s["x-unit"] === "string") info.unit = s["x-unit"];
@@ -268,6 +306,16 @@ export class PublicViews {
     this.categories.set(id, c);
     return c;
   }
+}
+
+/** The members of `data` whose field is public (passport cuts them already for a public read; a preview's read is whole). */
+function publicOnly(
+  data: Record<string, unknown>,
+  fields: Record<string, FieldInfo>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) if (fields[k]?.tier === "public") out[k] = v;
+  return out;
 }
 
 /** A short digest of everything shown: the passport's version and what its owners answered. */

@@ -63,6 +63,11 @@ export const UI: Record<Lang, Record<string, string>> = {
       "If you make this product: a passport appears here once it is published in live mode; test passports and drafts are never public.",
     yes: "Yes",
     no: "No",
+    previewBanner:
+      "Preview for the maker only: this passport is not public (a draft, a test passport or not published). This link expires.",
+    previewInvalidTitle: "This preview link is not valid",
+    previewInvalidText:
+      "The link has expired or was altered. Ask the passport's links again through the API (preview_url) for a fresh one.",
   },
   fr: {
     passport: "Passeport numérique de produit",
@@ -102,6 +107,11 @@ export const UI: Record<Lang, Record<string, string>> = {
       "Si vous fabriquez ce produit : un passeport apparaît ici une fois publié en mode live ; les passeports de test et les brouillons ne sont jamais publics.",
     yes: "Oui",
     no: "Non",
+    previewBanner:
+      "Aperçu réservé au fabricant : ce passeport n’est pas public (brouillon, passeport de test ou non publié). Ce lien expire.",
+    previewInvalidTitle: "Ce lien d’aperçu n’est pas valide",
+    previewInvalidText:
+      "Le lien a expiré ou a été modifié. Demandez à nouveau les liens du passeport via l’API (preview_url) pour en obtenir un nouveau.",
   },
 };
 

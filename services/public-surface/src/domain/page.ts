@@ -65,6 +65,8 @@ const SHOWN_ELSEWHERE = new Set(["product_name"]);
 export interface PageInput {
   view: PublicView;
   lang: Lang;
+  /** A preview for the organization's own people (preview_url): its token, carried by every link of the page. */
+  previewToken?: string;
   /** The variant GTIN the visitor scanned (?variant=), if it is one of the passport's. */
   variantGtin14: string | null;
   /** The page's own path and query without lang (for the language switch). */
@@ -213,7 +215,10 @@ export function sections(input: PageInput): Section[] {
       `<div class="scroll"><table><thead><tr><th scope="col">${t.serial}</th><th scope="col">${t.status}</th></tr></thead><tbody>${rows}</tbody></table></div>`,
     );
   }
-  const base = `/p/${encodeURIComponent(view.id)}/documents/`;
+  const base = input.previewToken
+    ? `/p/${encodeURIComponent(view.id)}/preview/documents/`
+    : `/p/${encodeURIComponent(view.id)}/documents/`;
+  const tokenQuery = input.previewToken ? `?token=${encodeURIComponent(input.previewToken)}` : "";
   const photos = view.documents.filter((d) => d.mimeType.startsWith("image/"));
   const files = view.documents.filter((d) => !d.mimeType.startsWith("image/"));
   if (photos.length > 0)
@@ -223,7 +228,7 @@ export function sections(input: PageInput): Section[] {
       `<ul class="gallery">${photos
         .map(
           (d) =>
-            `<li><figure><img src="${base}${encodeURIComponent(d.id)}" alt="${escapeHtml(`${t.photoOf}: ${d.name}`)}" loading="lazy"><figcaption>${escapeHtml(d.name)}</figcaption></figure></li>`,
+            `<li><figure><img src="${base}${encodeURIComponent(d.id)}${tokenQuery}" alt="${escapeHtml(`${t.photoOf}: ${d.name}`)}" loading="lazy"><figcaption>${escapeHtml(d.name)}</figcaption></figure></li>`,
         )
         .join("")}</ul>`,
     );
@@ -234,7 +239,7 @@ export function sections(input: PageInput): Section[] {
       `<ul class="files">${files
         .map(
           (d) =>
-            `<li><a href="${base}${encodeURIComponent(d.id)}" download>${escapeHtml(d.name)}</a> <span class="meta">(${escapeHtml(
+            `<li><a href="${base}${encodeURIComponent(d.id)}${tokenQuery}" download>${escapeHtml(d.name)}</a> <span class="meta">(${escapeHtml(
               d.mimeType === "application/pdf" ? "PDF" : d.mimeType,
             )}, ${formatNumber(lang, Math.max(1, Math.round(d.fileSize / 1024)))} KB)</span></li>`,
         )
@@ -268,6 +273,7 @@ dl.inner dt{font-weight:600}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #767676;vertical-align:top}
 tr.scanned{background:#fff3c4}
+.preview{background:#fff3c4;border:2px solid #7a5b00;padding:.5rem .75rem}
 .note{background:#eef3f9;border-left:4px solid #0a3d7a;padding:.5rem .75rem}
 ul.gallery{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.75rem}
 ul.gallery img{width:100%;height:auto;border:1px solid #767676}
@@ -310,9 +316,13 @@ export function renderPage(input: PageInput): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(name)} – ${escapeHtml(t.passport!)}</title>
-<link rel="alternate" type="application/ld+json" href="${self}">
+${
+  input.previewToken
+    ? '<meta name="robots" content="noindex">'
+    : `<link rel="alternate" type="application/ld+json" href="${self}">
 <link rel="alternate" type="application/json" href="${self}">
-${LANGUAGES.map((l) => `<link rel="alternate" hreflang="${l}" href="${self}?lang=${l}">`).join("\n")}
+${LANGUAGES.map((l) => `<link rel="alternate" hreflang="${l}" href="${self}?lang=${l}">`).join("\n")}`
+}
 <style>${CSS}</style>
 </head>
 <body>
@@ -322,13 +332,40 @@ ${LANGUAGES.map((l) => `<link rel="alternate" hreflang="${l}" href="${self}?lang
 ${langSwitch(input)}
 </header>
 <main id="main">
+${input.previewToken ? `<p class="preview" role="status"><strong>${escapeHtml(t.previewBanner!)}</strong></p>` : ""}
 <h1>${escapeHtml(name)}</h1>
 <p class="meta">${escapeHtml(t.published!)} ${escapeHtml(date(view.publishedAt))} · ${escapeHtml(t.updated!)} ${escapeHtml(date(view.updatedAt))}</p>
 <nav aria-label="${escapeHtml(t.passport!)}"><ul>${toc}</ul></nav>
 ${body}
-<section id="qr" aria-labelledby="h-qr" class="qr"><h2 id="h-qr">${escapeHtml(t.qr!)}</h2><img src="${self}/qr.svg" alt="${escapeHtml(`${t.qr}: ${view.qrTarget}`)}"></section>
+${
+  input.previewToken
+    ? ""
+    : `<section id="qr" aria-labelledby="h-qr" class="qr"><h2 id="h-qr">${escapeHtml(t.qr!)}</h2><img src="${self}/qr.svg" alt="${escapeHtml(`${t.qr}: ${view.qrTarget}`)}"></section>`
+}
 </main>
 <footer><p>${escapeHtml(t.footer!)}</p></footer>
+</body>
+</html>
+`;
+}
+
+/** The 403 page of a preview link that is not valid (expired, altered, for another passport). */
+export function renderPreviewRefused(lang: Lang): string {
+  const t = UI[lang];
+  return `<!doctype html>
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${escapeHtml(t.previewInvalidTitle!)}</title>
+<style>${CSS}</style>
+</head>
+<body>
+<main id="main">
+<h1>${escapeHtml(t.previewInvalidTitle!)}</h1>
+<p>${escapeHtml(t.previewInvalidText!)}</p>
+</main>
 </body>
 </html>
 `;

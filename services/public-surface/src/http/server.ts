@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, httpStatusOf } from "@dpp/contract";
+import { ApiError, httpStatusOf, verifyPreviewToken } from "@dpp/contract";
 import type { Logger } from "@dpp/kit";
 import type { DocumentsClient, PublicViews } from "../app/views";
 import { renderedOnce } from "../app/views";
@@ -31,7 +31,7 @@ import {
   redirectTarget,
 } from "../domain/digital-link";
 import { pickLanguage, type Lang } from "../domain/i18n";
-import { renderBadRequest, renderNotFound, renderPage } from "../domain/page";
+import { renderBadRequest, renderNotFound, renderPage, renderPreviewRefused } from "../domain/page";
 import { parseQrSize, qrPng, qrSvg } from "../domain/qr";
 import { jsonLd, knowsSerial, passportLinks, productName, publicJson } from "../domain/representations";
 
@@ -47,6 +47,8 @@ export interface PublicServerOptions {
   trustProxy: number;
   resolverName: string;
   resolverContact: string;
+  /** Checks preview_url's token (PREVIEW_SIGNING_SECRET, passport's too); empty: every preview is refused. */
+  previewSecret: string;
   log: Logger;
 }
 
@@ -255,7 +257,69 @@ export async function startPublicServer(
     return fresh(req, rendered(body), { "Content-Type": "application/json; charset=utf-8" });
   }
 
+  /**
+   * preview_url: what the page shows (or will show) of a draft, a test passport or an unpublished one, to whoever
+   * holds the link passport signed for the organization's own people; never cached anywhere, never indexed.
+   */
+  async function preview(req: http.IncomingMessage, url: URL, id: string, rest: string[]): Promise<Answer> {
+    const lang = pickLanguage(url.searchParams.get("lang"), req.headers["accept-language"]);
+    const token = url.searchParams.get("token") ?? "";
+    const grant = verifyPreviewToken(o.previewSecret, id, token, Date.now());
+    const privately: Headers = {
+      "Cache-Control": "private, no-store",
+      "Referrer-Policy": "no-referrer",
+      "X-Robots-Tag": "noindex",
+    };
+    if (!grant)
+      return wantsHtml(req)
+        ? {
+            status: 403,
+            headers: { "Content-Type": "text/html; charset=utf-8", ...privately },
+            body: renderPreviewRefused(lang),
+          }
+        : {
+            status: 403,
+            headers: { "Content-Type": "application/json; charset=utf-8", ...privately },
+            body: errorJson("insufficient_scope", "This preview link is not valid or has expired."),
+          };
+    const view = await o.views.preview(id, grant.organizationId, grant.livemode);
+    if (!view) return notFound(req, lang, privately);
+    if (rest.length === 0) {
+      const query = new URLSearchParams({ token });
+      const body = renderPage({
+        view,
+        lang,
+        variantGtin14: null,
+        path: `/p/${encodeURIComponent(view.id)}/preview`,
+        query,
+        previewToken: token,
+      });
+      return {
+        status: 200,
+        headers: { "Content-Type": "text/html; charset=utf-8", "Content-Language": lang, ...privately },
+        body,
+      };
+    }
+    if (rest.length === 2 && rest[0] === "documents") {
+      const d = view.documents.find((x) => x.id === rest[1]);
+      if (!d) return notFound(req, lang, privately);
+      const res = await o.documents.getDownload(
+        { documentId: d.id },
+        {
+          context: {
+            requestId: `preview_${Date.now().toString(36)}`,
+            organizationId: grant.organizationId,
+            livemode: grant.livemode,
+          },
+        },
+      );
+      return { status: 302, headers: { Location: res.url, ...privately } };
+    }
+    return notFound(req, lang, privately);
+  }
+
   async function page(req: http.IncomingMessage, url: URL, id: string, rest: string[]): Promise<Answer> {
+    if (rest[0] === "preview") return preview(req, url, id, rest.slice(1));
     const lang = pickLanguage(url.searchParams.get("lang"), req.headers["accept-language"]);
     const entry = await o.views.byId(id);
     if (!entry.value) return notFound(req, lang);
