@@ -30,9 +30,17 @@ describe("passportLinks", () => {
   });
 
   it("adds the serial with AI 21, percent-encoded", () => {
-    const l = passportLinks({ ...base, serial_number: "SN 1/2" }, hosts);
-    expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931/21/SN%201%2F2");
-    expect(l.gs1_digital_link.serial).toBe("SN 1/2");
+    const l = passportLinks({ ...base, serial_number: "SN-1/2" }, hosts);
+    expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931/21/SN-1%2F2");
+    expect(l.gs1_digital_link.serial).toBe("SN-1/2");
+  });
+
+  it("stays at GTIN level for a serial AI 21 cannot carry (outside character set 82, or too long)", () => {
+    for (const serial of ["SN 1", "Série-1", "x".repeat(21)]) {
+      const l = passportLinks({ ...base, serial_number: serial }, hosts);
+      expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931");
+      expect(l.gs1_digital_link.serial).toBeNull();
+    }
   });
 
   it("says test_mode before not_published, and offers a preview", () => {

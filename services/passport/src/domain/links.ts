@@ -62,6 +62,9 @@ export function encodeAiValue(value: string): string {
   );
 }
 
+/** GS1 AI encodable character set 82, 1 to 20 characters: what AI 21 (serial number) may hold. */
+const AI21_VALUE = /^[!"%&'()*+,\-./0-9:;<=>?A-Z_a-z]{1,20}$/;
+
 export function gs1DigitalLink(
   gtin: string | null,
   serial: string | null,
@@ -72,11 +75,14 @@ export function gs1DigitalLink(
   const gtin14 = normalizeGtin(gtin);
   if (!gtin14 || isRestrictedCirculation(gtin14))
     return { uri: null, gtin14: null, serial: null, linkset_url: null, unavailable_reason: "gtin_invalid" };
-  const uri = `${resolverBaseUrl}/01/${gtin14}${serial ? `/21/${encodeAiValue(serial)}` : ""}`;
+  // A serial that AI 21 cannot carry (GS1 character set 82, 1 to 20 characters) leaves the link at GTIN level,
+  // which resolves to the same passport: the resolver refuses such a serial as malformed.
+  const ser = serial && AI21_VALUE.test(serial) ? serial : null;
+  const uri = `${resolverBaseUrl}/01/${gtin14}${ser ? `/21/${encodeAiValue(ser)}` : ""}`;
   return {
     uri,
     gtin14,
-    serial: serial ?? null,
+    serial: ser,
     linkset_url: `${uri}?linkType=linkset`,
     unavailable_reason: null,
   };
