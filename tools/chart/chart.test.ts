@@ -331,7 +331,7 @@ describe("internal authentication and network policies", () => {
   const helpers = template("_helpers.tpl");
 
   test("every gRPC component the gateway fronts is called by the gateway, and the gateway by nobody", () => {
-    const fronted = new Set(
+    const fronted = new Set<string>(
       loadRegistry()
         .filter((s) => s.gatewayModule !== null)
         .map((s) => s.name),
