@@ -4,7 +4,6 @@ import type { PassportRow } from "../store";
 import { PASSPORT_LIST, parseListQuery, type ListQueryInput } from "../domain/list-query";
 import { ApiError, normalizeGtin } from "@dpp/contract";
 import { fieldAccessTiers } from "../domain/categories";
-import { PUBLIC_STATUSES } from "../domain/lifecycle";
 import { passportLinks, type Links } from "../domain/links";
 import type { PassportApp } from "./deps";
 import { findPassport } from "./passport-access";
@@ -80,11 +79,11 @@ export async function findPublicPassport(
   let variantGtin14: string | null = null;
   if (key.id !== undefined) {
     if (!/^[A-Za-z0-9_]{1,64}$/.test(key.id)) throw notFound();
-    row = await app.store.findPublicById(key.id, PUBLIC_STATUSES);
+    row = await app.store.findPublicById(key.id);
   } else if (key.gtin14 !== undefined) {
     const gtin14 = /^\d{14}$/.test(key.gtin14) ? normalizeGtin(key.gtin14) : null;
     if (!gtin14) throw notFound();
-    const found = await app.store.findPublicByGtin(gtin14, PUBLIC_STATUSES);
+    const found = await app.store.findPublicByGtin(gtin14);
     row = found?.row;
     if (found?.role === "variant") variantGtin14 = gtin14;
   }

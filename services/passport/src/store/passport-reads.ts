@@ -17,6 +17,12 @@ const readById = statement(byId);
 /** The same read, locking the row until the transaction ends. */
 export const lockById = statement((q: Kysely<PassportDB>, p: ById) => byId(q, p).forUpdate());
 
+/**
+ * A live passport in a status shown publicly (lifecycle's PUBLIC_STATUSES), written as the predicate of the
+ * partial index passport_public_id_idx (migration 0007) so that the planner may use it; a tenant read never does.
+ */
+const PUBLIC_ROW = sql<boolean>`livemode and status in ('published', 'readonly')`;
+
 /** The reads, on the pool or inside a transaction. */
 export class PassportReads {
   constructor(protected readonly db: Kysely<PassportDB>) {}
@@ -53,19 +59,17 @@ export class PassportReads {
    * By GTIN, the passport's own GTIN or a variant's: a GTIN claimed live by several organizations answers the
    * passport published first.
    */
-  findPublicById(id: string, statuses: readonly string[]): Promise<PassportRow | undefined> {
+  findPublicById(id: string): Promise<PassportRow | undefined> {
     return this.db
       .selectFrom("passport")
       .selectAll()
-      .where("livemode", "=", true)
       .where("id", "=", id)
-      .where("status", "in", statuses)
+      .where(PUBLIC_ROW)
       .executeTakeFirst();
   }
 
   async findPublicByGtin(
     gtin14: string,
-    statuses: readonly string[],
   ): Promise<{ row: PassportRow; role: "lead" | "variant" } | undefined> {
     const found = await this.db
       .selectFrom("gtin_claim as c")
@@ -79,7 +83,7 @@ export class PassportReads {
       .select("c.role as claim_role")
       .where("c.livemode", "=", true)
       .where("c.gtin", "=", gtin14)
-      .where("p.status", "in", statuses)
+      .where(sql<boolean>`p.livemode and p.status in ('published', 'readonly')`)
       .orderBy("p.published_at", "asc")
       .orderBy("p.id", "asc")
       .limit(1)
