@@ -75,6 +75,38 @@ async function attest() {
   }
 }
 
+/** The organization's delegation, set through the admin CLI's own command (`npm run admin -- org:delegation`). */
+async function delegate(status: string, portalBrandId?: string) {
+  const { runAdmin } = await import("@dpp/admin");
+  process.env.DATABASE_URL = h.db.url;
+  try {
+    return (await runAdmin(
+      [
+        "org:delegation",
+        "--org",
+        t.organizationId,
+        "--status",
+        status,
+        ...(portalBrandId ? ["--portal-brand-id", portalBrandId] : []),
+      ],
+      "/nonexistent",
+    )) as any;
+  } finally {
+    delete process.env.DATABASE_URL;
+  }
+}
+
+/** The france_affichage_filing capability as the key's mode sees it. */
+async function capability(key = t.liveKey) {
+  const res = await h.request(`/organizations/${t.organizationId}/capabilities`, { key });
+  h.expectStatus(res, 200);
+  return res.body.data.find((c: any) => c.id === "france_affichage_filing");
+}
+const problemCodes = (cap: any) => cap.problems.map((p: any) => p.code);
+
+/** The gateway hands filings (and the capabilities) the organization it cached, at most this long. */
+const cacheBound = () => new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
+
 describe("before the organization can file", () => {
   it("reads not_filed with its blockers, and refuses each missing condition with its code", async () => {
     const id = await publishedPassport(t.liveKey, nextGtin());
@@ -95,6 +127,23 @@ describe("before the organization can file", () => {
       delegation_status: "none",
     });
 
+    // The capability says the same: nothing delegated, nobody attested, so the API cannot file.
+    const initial = await capability();
+    expect(initial).toMatchObject({ allowed: false, verification_status: "invalid", requested: false });
+    expect(initial.detail).toEqual({
+      delegation_status: "none",
+      portal_brand_id: null,
+      delegated_at: null,
+      entitlement: "included",
+      free_filing_reason: null,
+      per_passport_requirements: ["gtin_required", "attestation_required"],
+      attestation_wording_version: "2026-01",
+      per_passport_check: `/v1/organizations/${t.organizationId}/passports/{id}/affichage`,
+      api_filing_supported: false,
+      api_filing_scope: "filings:write",
+    });
+    expect(problemCodes(initial)).toEqual(["delegation_required", "attestation_required"]);
+
     // No attestation yet.
     const noAttestation = await file(id, t.liveKey, "k-att");
     expect(noAttestation.status).toBe(403);
@@ -107,10 +156,37 @@ describe("before the organization can file", () => {
       livemode: true,
     });
 
+    const attestedCap = await capability();
+    expect(attestedCap.detail).toMatchObject({
+      per_passport_requirements: ["gtin_required"],
+      api_filing_supported: false,
+    });
+    expect(problemCodes(attestedCap)).toEqual(["delegation_required"]);
+    // The attestation is the live mode's: test mode still lacks it (and never files).
+    expect((await capability(t.testKey)).detail.per_passport_requirements).toEqual([
+      "gtin_required",
+      "attestation_required",
+    ]);
+
+    // An active delegation must name the brand on the portal: the admin CLI refuses one without it.
+    await expect(delegate("active")).rejects.toMatchObject({ code: "validation_failed" });
+
     // The delegation is only pending.
-    await h.admin.setAffichageDelegation(t.organizationId, "pending", BRAND);
-    // The gateway hands filings the organization it authenticated, cached at most this long.
-    await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
+    expect(await delegate("pending", BRAND)).toMatchObject({
+      affichage_delegation_status: "pending",
+      affichage_portal_brand_id: BRAND,
+      affichage_delegated_at: null,
+    });
+    await cacheBound();
+    const pendingCap = await capability();
+    expect(pendingCap).toMatchObject({ allowed: false, verification_status: "pending", requested: true });
+    expect(pendingCap.detail).toMatchObject({
+      delegation_status: "pending",
+      portal_brand_id: BRAND,
+      delegated_at: null,
+      api_filing_supported: false,
+    });
+    expect(problemCodes(pendingCap)).toEqual(["delegation_pending"]);
     const pending = await file(id, t.liveKey, "k-pending");
     expect(pending.status).toBe(403);
     expect(envelope(pending)).toMatchObject({
@@ -123,18 +199,26 @@ describe("before the organization can file", () => {
 });
 
 describe("filing", () => {
+  let delegatedAt: string;
   beforeAll(async () => {
-    await h.admin.setAffichageDelegation(t.organizationId, "active", BRAND);
+    const delegated = await delegate("active", BRAND);
+    delegatedAt = delegated.affichage_delegated_at;
+    expect(Date.parse(delegatedAt)).toBeGreaterThan(Date.now() - 60_000);
     await sim.authorize([BRAND]);
-    await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
+    await cacheBound();
     await sim.behave("normal");
   });
 
-  it("refuses test mode, a draft, and a GTIN-14 without a GTIN-13 form", async () => {
+  it("refuses test mode, a draft, a GTIN-14 without a GTIN-13 form, and a passport without a GTIN", async () => {
     const testId = await publishedPassport(t.testKey, nextGtin());
     const test = await file(testId, t.testKey, "k-test");
     expect(test.status).toBe(403);
     expect(envelope(test)).toMatchObject({ code: "test_mode_refused" });
+    // The test mode's capability says so.
+    const testCap = await capability(t.testKey);
+    expect(testCap).toMatchObject({ livemode: false, allowed: false });
+    expect(testCap.detail.api_filing_supported).toBe(false);
+    expect(problemCodes(testCap)).toContain("test_mode_refused");
     expect((await read(testId, t.testKey)).body.blockers).toContain("test_mode_refused");
 
     const draft = await h.request(base(), { key: t.liveKey, body: { category: "textile", data: {} } });
@@ -158,9 +242,37 @@ describe("filing", () => {
       details: { reason: "no_gtin13_form", gtin: gtin14 },
     });
     expect((await read(caseId)).body.blockers).toEqual(["gtin_required"]);
+
+    // A published passport whose GTIN was removed since.
+    const gone = await publishedPassport(t.liveKey, nextGtin());
+    const removed = await h.request(`${base()}/${gone}`, {
+      key: t.liveKey,
+      method: "PATCH",
+      headers: { "if-match": "*" },
+      body: { data: { gtin: null } },
+    });
+    h.expectStatus(removed, 200);
+    expect(removed.body).toMatchObject({ status: "published", gtin: null });
+    const noGtin = await file(gone, t.liveKey, "k-no-gtin");
+    expect(noGtin.status).toBe(422);
+    expect(envelope(noGtin)).toMatchObject({ code: "gtin_required", details: { passport_id: gone } });
+    expect((await read(gone)).body.blockers).toEqual(["gtin_required"]);
+    expect(await sim.declarations(gone)).toEqual([]);
   });
 
   it("files once, answers the score the portal computed, and a repeat changes nothing", async () => {
+    // Delegated (through the admin CLI), attested, a paid plan: the capability says the API files, and it does.
+    const cap = await capability();
+    expect(cap).toMatchObject({ allowed: true, verification_status: "valid", problems: [] });
+    expect(cap.detail).toMatchObject({
+      delegation_status: "active",
+      portal_brand_id: BRAND,
+      delegated_at: delegatedAt,
+      entitlement: "included",
+      free_filing_reason: null,
+      per_passport_requirements: ["gtin_required"],
+      api_filing_supported: true,
+    });
     const gtin = nextGtin();
     const id = await publishedPassport(t.liveKey, gtin);
     expect((await read(id)).body).toMatchObject({
@@ -169,6 +281,8 @@ describe("filing", () => {
       delegation_status: "active",
     });
 
+    // The passport keeps the GTIN-14 form; the portal is given (and answers) its GTIN-13 form.
+    expect((await h.request(`${base()}/${id}`, { key: t.liveKey })).body.gtin).toBe(`0${gtin}`);
     const res = await file(id, t.liveKey, "k-file-1");
     h.expectStatus(res, 200);
     const portal = await sim.product(gtin);
@@ -284,6 +398,32 @@ describe("filing", () => {
     expect((await read(id)).body.status).toBe("filed");
   });
 
+  it("a new key while the portal still times out on declarations asks the portal first and does not declare again", async () => {
+    const gtin = nextGtin();
+    const id = await publishedPassport(t.liveKey, gtin);
+    await sim.behave("record_then_timeout");
+    try {
+      const lost = await file(id, t.liveKey, "k-still-1");
+      expect(lost.status).toBe(502);
+      expect(envelope(lost).code).toBe("portal_unavailable");
+      expect(await sim.declarations(id)).toHaveLength(1);
+      // Declarations still time out, reads answer: a second declaration would time out too (502). The service
+      // reads the portal's record first, finds the declaration and files nothing.
+      const retry = await file(id, t.liveKey, "k-still-2");
+      h.expectStatus(retry, 200);
+      expect(retry.body).toMatchObject({ changed: true, status: "filed", portal_gtin: gtin });
+      const portal = await sim.product(gtin);
+      expect(retry.body.portal_score).toBe(portal.body.score);
+    } finally {
+      await sim.behave("normal");
+    }
+    expect(await sim.declarations(id)).toHaveLength(1);
+    // Filed now: a further key changes nothing and declares nothing.
+    const again = await file(id, t.liveKey, "k-still-3");
+    expect(again.body).toMatchObject({ changed: false, unchanged_reason: "already_filed" });
+    expect(await sim.declarations(id)).toHaveLength(1);
+  });
+
   it.each(["slow", "down"] as const)(
     "answers portal_unavailable when the portal is %s, and files on a new key once it is back",
     async (behaviour) => {
@@ -353,6 +493,9 @@ describe("filing", () => {
     // The gateway's cache of the key and its plan lasts at most this long.
     await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
     try {
+      const cap = await capability();
+      expect(cap.detail).toMatchObject({ entitlement: "unavailable", api_filing_supported: false });
+      expect(problemCodes(cap)).toContain("payment_overdue");
       const res = await file(id, t.liveKey, "k-ent");
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("60");
@@ -365,6 +508,44 @@ describe("filing", () => {
     }
     expect(await sim.declarations(id)).toHaveLength(0);
     await new Promise((r) => setTimeout(r, KEY_CACHE_BOUND_MS + 200));
+  });
+
+  it("a revoked delegation turns api_filing_supported off and filing is refused; delegated again, it files", async () => {
+    const id = await publishedPassport(t.liveKey, nextGtin());
+    expect(await delegate("revoked", BRAND)).toMatchObject({ affichage_delegation_status: "revoked" });
+    await cacheBound();
+    try {
+      const cap = await capability();
+      expect(cap).toMatchObject({ allowed: false, verification_status: "invalid" });
+      expect(cap.detail).toMatchObject({
+        delegation_status: "revoked",
+        delegated_at: null,
+        api_filing_supported: false,
+      });
+      expect(problemCodes(cap)).toEqual(["delegation_required"]);
+      expect((await read(id)).body).toMatchObject({
+        filing_available: false,
+        blockers: ["delegation_required"],
+        delegation_status: "revoked",
+      });
+      const refused = await file(id, t.liveKey, "k-revoked");
+      expect(refused.status).toBe(403);
+      expect(envelope(refused)).toMatchObject({
+        code: "delegation_required",
+        details: { delegation_status: "revoked", checked: "record" },
+      });
+      expect(await sim.declarations(id)).toEqual([]);
+    } finally {
+      await delegate("active", BRAND);
+      await cacheBound();
+    }
+    const cap = await capability();
+    expect(cap.detail).toMatchObject({ delegation_status: "active", api_filing_supported: true });
+    expect(Date.parse(cap.detail.delegated_at)).toBeGreaterThan(Date.parse(delegatedAt));
+    const filed = await file(id, t.liveKey, "k-redelegated");
+    h.expectStatus(filed, 200);
+    expect(filed.body.changed).toBe(true);
+    expect(await sim.declarations(id)).toHaveLength(1);
   });
 
   it("describes the same state in the capability detail", async () => {

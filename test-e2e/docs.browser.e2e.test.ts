@@ -12,9 +12,8 @@ import path from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { startHarness, type Harness } from "./support/harness";
 import { SERVED_DOCUMENT } from "./support/openapi-validator";
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, requireChromium } from "./support/browser";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = path.join(__dirname, "artifacts");
 const SCREENSHOT = path.join(ARTIFACTS, "docs.png");
 
 let h: Harness;
@@ -38,28 +37,14 @@ it("serves the raw OpenAPI document at /v1/openapi.json without a credential", a
 });
 
 it("renders /docs offline in headless Chromium with the passports operations", async () => {
-  if (!fs.existsSync(CHROMIUM))
-    throw new Error(
-      `Chromium is not installed at ${CHROMIUM}: the browser test needs it. ` +
-        "Install it with `apt-get install -y chromium` (or run `bash tools/bootstrap.sh --test`, " +
-        "which `npm test` does), or set CHROMIUM_PATH.",
-    );
+  requireChromium();
   const origin = new URL(h.stack.baseUrl).origin;
   profile = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    args: CHROMIUM_ARGS,
   });
   // Offline: anything not served by the gateway is refused, so the page must be self-contained.
   // (Redoc's footer shows a vendor logo image from its CDN and hides it when it fails to load:

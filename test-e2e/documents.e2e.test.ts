@@ -10,6 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { createDb } from "@dpp/kit/internal";
+import { runAdmin } from "@dpp/admin";
+import { generateAuthorityTokenText, ROUTES } from "@dpp/gateway";
 import { startHarness, type Harness, type Tenant } from "./support/harness";
 import { publishableTextile } from "./support/fixtures";
 import { pdfFile, pngFile } from "./support/files";
@@ -287,6 +289,19 @@ describe("the attach body", () => {
 
 describe("detaching and the lists", () => {
   it("detaches a document, and a publish that needs it answers document_missing with nothing published", async () => {
+    // The category schema names each file-carrying field's document_id_key.
+    const schema = await h.request("/categories/textile/schema", { key: null });
+    h.expectStatus(schema, 200);
+    const care = schema.body.document_fields.find((f: any) => f.field === "care_instructions");
+    expect(care).toEqual({
+      field: "care_instructions",
+      document_id_key: "care_instructions_document_id",
+      required_for_publish: true,
+      access_tier: "public",
+    });
+    expect(schema.body.json_schema.properties.care_instructions["x-document-id-key"]).toBe(
+      care.document_id_key,
+    );
     const holder = await draft();
     const pdfDoc = await uploaded(holder, pdfFile(), {
       type: "document",
@@ -294,8 +309,12 @@ describe("detaching and the lists", () => {
       file_name: "care.pdf",
       mime_type: "application/pdf",
     });
-    const p = await draft(t.testKey, { care_instructions: undefined, care_instructions_document_id: pdfDoc });
+    const p = await draft(t.testKey, { care_instructions: undefined, [care.document_id_key]: pdfDoc });
     h.expectStatus(await attach(p, { document_id: pdfDoc }), 201);
+    // Attached with its file ready, the companion satisfies the required field: validation finds it publishable.
+    const valid = await h.request(`${passports()}/${p}/validate`, { key: t.testKey, method: "POST" });
+    h.expectStatus(valid, 200);
+    expect(valid.body.publishable).toBe(true);
     const detached = await h.request(`${passports()}/${p}/documents/${pdfDoc}`, {
       key: t.testKey,
       method: "DELETE",
@@ -460,6 +479,275 @@ describe("reads by audience", () => {
       }),
       404,
     );
+  });
+});
+
+describe("records that depend on a document", () => {
+  it("keeps a document cited by a unit reading attached to that passport (document_feeds_reading), registered once per key", async () => {
+    const battery = await h.request(passports(), { key: t.testKey, body: { category: "battery" } });
+    h.expectStatus(battery, 201);
+    const p = battery.body.id as string;
+    const created = await h.request(`${passports()}/${p}/units`, {
+      key: t.testKey,
+      body: { units: [{ unit_serial: "CELL-1" }] },
+    });
+    h.expectStatus(created, 201);
+    const unit = created.body.data[0].id as string;
+    const report = await uploaded(p, pdfFile("State of health test"), {
+      type: "certification",
+      access_tier: "restricted",
+      file_name: "soh.pdf",
+      mime_type: "application/pdf",
+    });
+    // The same document attached to a second passport, where no reading cites it.
+    const other = await draft();
+    h.expectStatus(await attach(other, { document_id: report }), 201);
+    const unattached = await uploaded(await draft(), pdfFile("Elsewhere"), {
+      type: "certification",
+      access_tier: "restricted",
+      file_name: "x.pdf",
+      mime_type: "application/pdf",
+    });
+
+    const reading = (document_id: string, key: string) =>
+      h.request(`${passports()}/${p}/units/${unit}/readings`, {
+        key: t.testKey,
+        headers: { "Idempotency-Key": key },
+        body: {
+          field: "state_of_health",
+          value: { value: 97, unit: "%" },
+          source: "measurement",
+          observed_on: "2026-01-05",
+          document_id,
+        },
+      });
+    // A document of the library that is not attached to this passport cannot support the reading.
+    const refused = await reading(unattached, "soh-refused");
+    h.expectStatus(refused, 400);
+    expect(refused.body.error.code).toBe("unit_reading_document_unavailable");
+
+    const first = await reading(report, "soh-1");
+    h.expectStatus(first, 201);
+    expect(first.body.document_id).toBe(report);
+    const replay = await reading(report, "soh-1");
+    h.expectStatus(replay, 201);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body.id).toBe(first.body.id);
+
+    const documentsDb = createDb<any>({ url: h.db.url, schema: "documents", applicationName: "e2e", max: 1 });
+    try {
+      const deps = await documentsDb
+        .selectFrom("document_dependency")
+        .select(["kind", "reference", "passport_id"])
+        .where("document_id", "=", report)
+        .execute();
+      // One record, naming the reading that was written.
+      expect(deps).toEqual([{ kind: "reading", reference: first.body.id, passport_id: p }]);
+    } finally {
+      await documentsDb.destroy();
+    }
+
+    const detach = (passportId: string) =>
+      h.request(`${passports()}/${passportId}/documents/${report}`, { key: t.testKey, method: "DELETE" });
+    const kept = await detach(p);
+    h.expectStatus(kept, 409);
+    expect(kept.body.error).toMatchObject({
+      code: "document_feeds_reading",
+      details: { document_id: report, readings: [first.body.id] },
+    });
+    const still = await h.request(`${passports()}/${p}/documents`, { key: t.testKey });
+    expect(still.body.data.map((d: any) => d.id)).toContain(report);
+    // Where no reading cites it, it is detached as before.
+    h.expectStatus(await detach(other), 200);
+  });
+});
+
+describe("an authority token (docs/decisions/0058)", () => {
+  /** The admin CLI as an operator runs it, on the stack's database. */
+  async function cli(argv: string[]): Promise<any> {
+    const before = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = h.db.url;
+    try {
+      return await runAdmin(argv, "/nonexistent");
+    } finally {
+      if (before === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = before;
+    }
+  }
+  const issue = (org: string, mode: "test" | "live", expiresIn = "3600") =>
+    cli([
+      "authority:issue",
+      "--org",
+      org,
+      "--mode",
+      mode,
+      "--name",
+      "Market surveillance, inspector 7",
+      "--expires-in",
+      expiresIn,
+    ]);
+  const authorityRead = (id: string, token: string | null, org = t.organizationId) =>
+    h.request(`/authority/organizations/${org}/documents/${id}/download`, { key: token });
+
+  it("reads its organization's authority-tier files and nothing else: no other tier, organization, mode or route", async () => {
+    const p = await draft(t.liveKey);
+    const authorityPdf = pdfFile("Test report for the authority");
+    const authority = await uploaded(
+      p,
+      authorityPdf,
+      { type: "document", access_tier: "authority", file_name: "a.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const restricted = await uploaded(
+      p,
+      pdfFile("Restricted"),
+      { type: "certification", access_tier: "restricted", file_name: "r.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const pub = await uploaded(p, pngFile(), {}, t.liveKey);
+    h.expectStatus(await publish(p, t.liveKey), 200);
+    const testModeAuthority = await uploaded(await draft(), pdfFile("Test mode"), {
+      type: "document",
+      access_tier: "authority",
+      file_name: "t.pdf",
+      mime_type: "application/pdf",
+    });
+    const other = await h.tenant("Other brand", "pro");
+    const otherPassport = await draft(other.liveKey, {}, other.organizationId);
+    const otherCreated = await h.request(`${passports(other.organizationId)}/${otherPassport}/documents`, {
+      key: other.liveKey,
+      body: uploadBody({
+        type: "document",
+        access_tier: "authority",
+        file_name: "o.pdf",
+        mime_type: "application/pdf",
+      }),
+    });
+    h.expectStatus(otherCreated, 201);
+    expect(
+      (await put(otherCreated.body.upload.url, pdfFile("Other"), otherCreated.body.upload.headers)).status,
+    ).toBe(200);
+    const otherAuthority = otherCreated.body.id as string;
+
+    const issued = await issue(t.organizationId, "live");
+    expect(issued.token).toMatch(/^dpp_at_live_[0-9A-Za-z]{38}$/);
+    expect(issued.record).toMatchObject({
+      object: "authority_token",
+      organization_id: t.organizationId,
+      livemode: true,
+      revoked_at: null,
+    });
+    // Only a digest is kept.
+    const stored = await h.gatewayDb
+      .selectFrom("authority_token")
+      .selectAll()
+      .where("id", "=", issued.record.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.stringify(stored)).not.toContain(issued.token);
+    const token = issued.token as string;
+
+    const ok = await authorityRead(authority, token);
+    h.expectStatus(ok, 200);
+    expect(ok.body).toMatchObject({
+      object: "document_download",
+      document_id: authority,
+      access_tier: "authority",
+    });
+    expect(Date.parse(ok.body.expires_at) - Date.now()).toBeLessThanOrEqual(300_000);
+    const file = await fetch(ok.body.url);
+    expect(Buffer.from(await file.arrayBuffer()).equals(authorityPdf)).toBe(true);
+    // The SDK, made with the token, reads it the same way.
+    const viaSdk = await h.sdk(token).organization(t.organizationId).documents.authorityDownload(authority);
+    expect([viaSdk.document_id, viaSdk.access_tier]).toEqual([authority, "authority"]);
+
+    // Another tier, the other mode, an unknown id: the same 404.
+    for (const id of [restricted, pub, testModeAuthority, "doc_01jzzzzzzzzzzzzzzzzzzzzzzz"]) {
+      const res = await authorityRead(id, token);
+      h.expectStatus(res, 404);
+      expect(res.body.error.code).toBe("resource_not_found");
+    }
+    // Another organization, even naming that organization's own authority file.
+    const cross = await authorityRead(otherAuthority, token, other.organizationId);
+    h.expectStatus(cross, 404);
+    expect(cross.body.error.code).toBe("organization_not_found_or_not_granted");
+    h.expectStatus(await authorityRead(otherAuthority, token), 404);
+    // The read URL rewritten to the restricted file's key fails its signature.
+    const guess = new URL(ok.body.url);
+    guess.pathname = guess.pathname.replace(authority, restricted);
+    expect((await fetch(guess)).status).toBe(403);
+
+    // Every other operation that looks at a credential refuses the token.
+    const accepted: string[] = [];
+    let tried = 0;
+    for (const r of ROUTES) {
+      if (r.auth === "none" || r.auth === "authority") continue;
+      const path = r.path
+        .replace("{organization}", t.organizationId)
+        .replace("{category}", "textile")
+        .replace("{id}", r.path.includes("/documents/{id}") ? authority : p)
+        .replace(/\{\w+\}/g, authority);
+      const res = await h.request(path, {
+        method: r.method,
+        key: token,
+        body: r.method === "POST" || r.method === "PATCH" ? {} : undefined,
+      });
+      tried++;
+      if (res.status !== 401 || res.body.error.code !== "invalid_key")
+        accepted.push(`${r.method} ${r.path}: ${res.status}`);
+    }
+    expect(accepted).toEqual([]);
+    expect(tried).toBeGreaterThan(40);
+    // The public route does not look at credentials: the token is no way to the authority file there.
+    h.expectStatus(await authorityRead(authority, null), 401);
+    h.expectStatus(
+      await h.request(`/public/organizations/${t.organizationId}/documents/${authority}/download`, {
+        key: token,
+      }),
+      404,
+    );
+    // And the authority route takes no API key, not even the owner's.
+    const withKey = await authorityRead(authority, t.liveKey);
+    h.expectStatus(withKey, 401);
+    expect(withKey.body.error.code).toBe("invalid_key");
+
+    // A test-mode token reads the test-mode authority file only.
+    const testToken = (await issue(t.organizationId, "test")).token as string;
+    h.expectStatus(await authorityRead(testModeAuthority, testToken), 200);
+    h.expectStatus(await authorityRead(authority, testToken), 404);
+
+    // Revoked: refused from the next request on.
+    const revoked = await cli(["authority:revoke", "--id", issued.record.id]);
+    expect(revoked.revoked_at).not.toBeNull();
+    const afterRevoke = await authorityRead(authority, token);
+    h.expectStatus(afterRevoke, 401);
+    expect(afterRevoke.body.error.code).toBe("key_revoked");
+  });
+
+  it("is refused once expired, is never issued without an expiry or for longer than 90 days, and a forged one is unknown", async () => {
+    const p = await draft(t.liveKey);
+    const authority = await uploaded(
+      p,
+      pdfFile("Expiring"),
+      { type: "document", access_tier: "authority", file_name: "e.pdf", mime_type: "application/pdf" },
+      t.liveKey,
+    );
+    const short = (await issue(t.organizationId, "live", "2")).token as string;
+    h.expectStatus(await authorityRead(authority, short), 200);
+    await new Promise((r) => setTimeout(r, 2_200));
+    const expired = await authorityRead(authority, short);
+    h.expectStatus(expired, 401);
+    expect(expired.body.error.code).toBe("key_expired");
+
+    await expect(
+      cli(["authority:issue", "--org", t.organizationId, "--mode", "live", "--name", "x"]),
+    ).rejects.toThrow(/expires/);
+    await expect(issue(t.organizationId, "live", String(91 * 86400))).rejects.toMatchObject({
+      code: "validation_failed",
+    });
+    await expect(issue("org_nope", "live")).rejects.toMatchObject({ code: "resource_not_found" });
+    const forged = await authorityRead(authority, generateAuthorityTokenText(true));
+    h.expectStatus(forged, 401);
+    expect(forged.body.error).toMatchObject({ code: "invalid_key", details: { reason: "unknown" } });
   });
 });
 

@@ -6,7 +6,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
-import { envelope, startHarness, untilRefused, type Harness, type Tenant } from "./support/harness";
+import {
+  envelope,
+  startHarness,
+  untilRefused,
+  untilSeen,
+  type Harness,
+  type Tenant,
+} from "./support/harness";
 
 let h: Harness;
 let agency: Tenant;
@@ -421,9 +428,13 @@ describe("capabilities", () => {
 
     await h.admin.setAffichageDelegation(agency.organizationId, "pending", "BR-42");
     await h.admin.setPlan(agency.organizationId, "pro", "past_due");
-    const later = await h.request(`/organizations/${agency.organizationId}/capabilities`, {
-      key: agency.liveKey,
-    });
+    // The plan's status travels with the key's identity, which a gateway caches within the documented bound.
+    const later = await untilSeen(
+      () => h.request(`/organizations/${agency.organizationId}/capabilities`, { key: agency.liveKey }),
+      (res) =>
+        res.status === 200 &&
+        res.body.data.some((x: any) => x.id === "live_api_writes" && x.problems.length > 0),
+    );
     const c = Object.fromEntries(later.body.data.map((x: any) => [x.id, x]));
     expect(c.live_api_writes.problems.map((p: any) => p.code)).toEqual(["payment_overdue"]);
     expect(c.france_affichage_filing.detail).toMatchObject({

@@ -7,6 +7,7 @@
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
@@ -459,5 +460,117 @@ describe("the packed CLI", () => {
       { category: "textile", external_id: "IMP-2", data: { product_name: "Wool scarf" } },
     ]);
     expect(dpp(["import", "missing.csv"]).code).toBe(2);
+  });
+
+  it("imports a CSV through the imports capability: passports created, a failed row listed with its code, exit 10 and its failed-rows file", async () => {
+    const sdk = h.sdk(t.testKey).organization(t.organizationId);
+    const taken = `PACK-DUP-${Date.now()}`;
+    await sdk.passports.create({
+      category: "textile",
+      external_id: taken,
+      data: { product_name: "Already here" },
+    });
+    const run = Date.now();
+    const file = path.join(scratch, "live.csv");
+    fs.writeFileSync(
+      file,
+      "category,external_id,product_name,recycled_content_percentage\n" +
+        `textile,PACK-A-${run},Linen shirt,12.5\n` +
+        `textile,${taken},Duplicate,\n` +
+        `textile,PACK-B-${run},Wool scarf,\n`,
+    );
+    const r = dpp(["import", "live.csv"]);
+    expect(r.code).toBe(10); // some rows failed: a script can branch on it
+    expect(r.stdout).toContain("3 rows in 1 jobs: 2 succeeded, 1 failed");
+    expect(r.stdout).toMatch(/already_exists/);
+    // The failed rows, beside the input, with the line in the file and the error code.
+    const failed = fs.readFileSync(path.join(scratch, "live.failed.csv"), "utf8");
+    expect(failed.split("\n")[0]).toMatch(/line/);
+    expect(failed).toContain(taken);
+    expect(failed).toContain("already_exists");
+    // What the server now holds: the two new rows, each once, typed by the schema.
+    const all = await sdk.passports.list({ category: "textile", limit: 100 }).toArray();
+    const byExternal = (id: string) => all.filter((p) => p.external_id === id);
+    expect(byExternal(`PACK-A-${run}`).map((p) => p.data.product_name)).toEqual(["Linen shirt"]);
+    expect(byExternal(`PACK-A-${run}`)[0]!.data.recycled_content_percentage).toBe(12.5);
+    expect(byExternal(`PACK-B-${run}`).map((p) => p.data.product_name)).toEqual(["Wool scarf"]);
+    expect(byExternal(taken).map((p) => p.data.product_name)).toEqual(["Already here"]);
+  });
+
+  it("dpp webhooks listen prints each verified delivery and refuses a forged one", async () => {
+    const sdk = h.sdk(t.testKey).organization(t.organizationId);
+    const port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, "127.0.0.1", () => {
+        const p = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const endpoint = await sdk.webhooks.create({
+      url: `http://127.0.0.1:${port}/`,
+      types: ["passport.created"],
+      description: "dpp webhooks listen",
+    });
+    const listen: ChildProcess = spawn(
+      path.join(scratch, "node_modules", ".bin", "dpp"),
+      ["webhooks", "listen", "--port", String(port), "-o", "json"],
+      {
+        cwd: scratch,
+        env: cleanEnv({
+          DPP_API_KEY: t.testKey,
+          DPP_BASE_URL: h.stack.baseUrl,
+          DPP_WEBHOOK_SECRET: endpoint.secret,
+        }),
+      },
+    );
+    const lines: { id: string; payload: { type: string; related: { id: string } } }[] = [];
+    let out = "";
+    let err = "";
+    listen.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      let nl: number;
+      while ((nl = out.indexOf("\n")) >= 0) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        if (line.trim()) lines.push(JSON.parse(line));
+      }
+    });
+    listen.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => listen.once("exit", (code) => r(code)));
+    const hardStop = setTimeout(() => listen.kill("SIGKILL"), 120_000).unref();
+    const until = async (ok: () => boolean, what: string) => {
+      const end = Date.now() + 30_000;
+      while (!ok()) {
+        if (Date.now() > end) throw new Error(`${what} not seen; stderr: ${err}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      await until(() => err.includes("Listening on"), "the listening line");
+      const created = await sdk.passports.create({ category: "textile", data: { product_name: "Hooked" } });
+      await until(() => lines.some((l) => l.payload.related.id === created.id), "the delivery");
+      const hit = lines.find((l) => l.payload.related.id === created.id)!;
+      expect(hit.payload.type).toBe("passport.created");
+      expect(hit.id).toMatch(/\S/);
+
+      // A delivery signed with another secret is answered 400 and reported, not printed.
+      const forged = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "webhook-id": "msg_forged",
+          "webhook-timestamp": String(Math.floor(Date.now() / 1000)),
+          "webhook-signature": "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        },
+        body: JSON.stringify({ type: "passport.created", related: { id: "forged" } }),
+      });
+      expect(forged.status).toBe(400);
+      await until(() => err.includes("rejected"), "the rejection");
+      expect(lines.some((l) => l.id === "msg_forged")).toBe(false);
+    } finally {
+      listen.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+    clearTimeout(hardStop);
+    await sdk.webhooks.delete(endpoint.id);
   });
 });

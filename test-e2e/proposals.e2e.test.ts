@@ -3,7 +3,7 @@
  * every refusal (proposal_requires_assistant, wrong_status, no_changes, validation_failed, resource_not_found),
  * the states a read shows (pending, out_of_date with `moved`, expired, withdrawn), the Idempotency-Key replay,
  * the events in the feed, and the SDK's methods. Accepting and rejecting are a person's, on the review page
- * (review.e2e.test.ts, review.browser.e2e.test.ts).
+ * (review.browser.e2e.test.ts).
  */
 import pg from "pg";
 import { DppError } from "@dpp/client";

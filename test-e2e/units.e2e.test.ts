@@ -5,6 +5,7 @@
  */
 import { DppError } from "@dpp/client";
 import { envelope, startHarness, type Harness, type Tenant } from "./support/harness";
+import { publishableBattery } from "./support/fixtures";
 
 jest.setTimeout(240_000);
 
@@ -26,6 +27,21 @@ async function battery(tn: Tenant = t): Promise<string> {
   });
   h.expectStatus(res, 201);
   return res.body.id as string;
+}
+
+/** Changes the plan and waits until the gateway answers with it (its cache's bound is 5 s). */
+async function planIs(tn: Tenant, plan: string, status: string): Promise<void> {
+  await h.admin.setPlan(tn.organizationId, plan, status);
+  for (const until = Date.now() + 10_000; ;) {
+    const caps = await h.request(`/organizations/${tn.organizationId}/capabilities`, { key: tn.testKey });
+    h.expectStatus(caps, 200);
+    const publishing = caps.body.data.find((c: any) => c.id === "passport_publishing");
+    if (publishing.detail.plan_id === plan || Date.now() > until) {
+      expect(publishing.detail.plan_id).toBe(plan);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 const units = (tn: Tenant, id: string) => `/organizations/${tn.organizationId}/passports/${id}/units`;
@@ -117,6 +133,59 @@ it("refuses more units than the plan allows per passport", async () => {
     "unit_limit_reached",
     { limit: 100, current: 100, requested: 1 },
   ]);
+});
+
+it("refuses to publish a battery passport carrying more units than the plan allows, and publishes once it does not", async () => {
+  // A plan changed to a smaller one leaves a passport with more units than it allows: publish asks
+  // variants-units for the passport's real unit count.
+  const shrinking = await h.tenant("Shrinking cells", "pro");
+  const created = await h.request(`/organizations/${shrinking.organizationId}/passports`, {
+    key: shrinking.testKey,
+    body: { category: "battery", data: publishableBattery({ gtin: "4006381333931" }) },
+  });
+  h.expectStatus(created, 201);
+  const id = created.body.id as string;
+  h.expectStatus(
+    await h.request(units(shrinking, id), {
+      key: shrinking.testKey,
+      body: { units: Array.from({ length: 101 }, (_, i) => ({ unit_serial: `S-${i}` })) },
+    }),
+    201,
+  );
+  // The capability detail counts the real units, against the plan's limit per passport.
+  const publishing = async () => {
+    const caps = await h.request(`/organizations/${shrinking.organizationId}/capabilities`, {
+      key: shrinking.testKey,
+    });
+    h.expectStatus(caps, 200);
+    return caps.body.data.find((c: any) => c.id === "passport_publishing").detail;
+  };
+  expect(await publishing()).toMatchObject({ plan_id: "pro", unit_limit: 100000, units_used: 101 });
+  const publish = () =>
+    h.request(`/organizations/${shrinking.organizationId}/passports/${id}/publish`, {
+      key: shrinking.testKey,
+      method: "POST",
+    });
+  await planIs(shrinking, "trial", "trialing");
+  expect(await publishing()).toMatchObject({ plan_id: "trial", unit_limit: 100, units_used: 101 });
+  const refused = await publish();
+  expect([refused.status, envelope(refused).code, envelope(refused).details]).toEqual([
+    402,
+    "unit_limit_reached",
+    { passport_id: id, limit: 100, current: 101 },
+  ]);
+  // validate lists the same blocker.
+  const record = await h.request(`/organizations/${shrinking.organizationId}/passports/${id}/validate`, {
+    key: shrinking.testKey,
+    method: "POST",
+  });
+  h.expectStatus(record, 200);
+  expect(JSON.stringify(record.body)).toContain("unit_limit_reached");
+
+  await planIs(shrinking, "pro", "active");
+  const published = await publish();
+  h.expectStatus(published, 200);
+  expect(published.body.status).toBe("published");
 });
 
 it("moves a unit's status through its machine and keeps the history", async () => {

@@ -525,3 +525,79 @@ describe("connector keys and the review", () => {
     expect(envelope(refused).details.review_url).toContain(`/passports/${published}/variants/review`);
   });
 });
+
+describe("publishing a passport with assistant-written variants", () => {
+  it("needs the current review fingerprint: required without one, changed with a stale one, published with it", async () => {
+    const connector = await h.admin.createKey({
+      organizationId: t.organizationId,
+      livemode: false,
+      kind: "connector",
+    });
+    const id = await passport(t, "textile", publishableTextile({ gtin: freshGtin() }));
+    const publishUrl = `${base(t)}/${id}/publish`;
+    h.expectStatus(
+      await h.request(variants(t, id), {
+        key: connector.key,
+        body: {
+          variants: [
+            { gtin: freshGtin(), size: "S" },
+            { gtin: freshGtin(), size: "M" },
+          ],
+        },
+      }),
+      201,
+    );
+    const reviewUrl = `/organizations/${t.organizationId}/passports/${id}/variants/review`;
+
+    // No fingerprint: a person must review first.
+    const required = await h.request(publishUrl, { key: t.testKey, method: "POST" });
+    expect([required.status, envelope(required).code]).toEqual([409, "variant_review_required"]);
+    expect(envelope(required).details).toMatchObject({ passport_id: id, agent_written_count: 2 });
+    // The review page (REVIEW_BASE_URL: the gateway's /review in the local stack), where a person reviews them.
+    expect(envelope(required).details.review_url).toMatch(new RegExp(`^https?://[^/]+/review${reviewUrl}$`));
+    // A connector's publish is refused the same way before any approval is recorded.
+    const byConnector = await h.request(publishUrl, { key: connector.key, method: "POST" });
+    expect([byConnector.status, envelope(byConnector).code]).toEqual([409, "variant_review_required"]);
+
+    // The fingerprint of a review, then a row added: the review is stale.
+    const first = await h.request(`${variants(t, id)}/review`, { key: t.testKey });
+    h.expectStatus(first, 200);
+    h.expectStatus(
+      await h.request(variants(t, id), {
+        key: t.testKey,
+        body: { variants: [{ gtin: freshGtin(), size: "L" }] },
+      }),
+      201,
+    );
+    const changed = await h.request(publishUrl, {
+      key: t.testKey,
+      body: { variant_review_fingerprint: first.body.fingerprint },
+    });
+    expect([changed.status, envelope(changed).code]).toEqual([409, "variant_review_changed"]);
+    expect(envelope(changed).details).toMatchObject({ passport_id: id, agent_written_count: 2 });
+    expect((await h.request(`${base(t)}/${id}`, { key: t.testKey })).body.status).toBe("draft");
+
+    // The current fingerprint publishes.
+    const current = await h.request(`${variants(t, id)}/review`, { key: t.testKey });
+    expect(current.body.fingerprint).not.toBe(first.body.fingerprint);
+    const published = await h.request(publishUrl, {
+      key: t.testKey,
+      body: { variant_review_fingerprint: current.body.fingerprint },
+    });
+    h.expectStatus(published, 200);
+    expect(published.body.status).toBe("published");
+  });
+
+  it("publishes a passport whose variants a person wrote without any fingerprint", async () => {
+    const id = await passport(t, "textile", publishableTextile({ gtin: freshGtin() }));
+    h.expectStatus(
+      await h.request(variants(t, id), {
+        key: t.testKey,
+        body: { variants: [{ gtin: freshGtin(), colour: "Red" }] },
+      }),
+      201,
+    );
+    const published = await h.request(`${base(t)}/${id}/publish`, { key: t.testKey, method: "POST" });
+    h.expectStatus(published, 200);
+  });
+});

@@ -7,7 +7,7 @@
 #   bash tools/bootstrap.sh          dependencies only (npm start, the admin CLI)
 #   bash tools/bootstrap.sh --test   also the Debian packages the tests need (npm test), through
 #                                    apt-get, each only when it is missing:
-#                                    - chromium, for the browser test of /docs (/usr/bin/chromium,
+#                                    - chromium, for the browser tests of /docs and /review (/usr/bin/chromium,
 #                                      or CHROMIUM_PATH);
 #                                    - python3-confluent-kafka, which brings librdkafka and its mock
 #                                      cluster (tools/kafka-mock/mock_cluster.py) for the kit's

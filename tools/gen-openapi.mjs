@@ -141,7 +141,7 @@ export function standardErrors(op, pathParameters, resolve) {
   const params = [...pathParameters, ...(op.parameters ?? [])].map(resolve);
   const security = op.security ?? [{ bearerAuth: [] }];
   const statuses = [400, 429, 500];
-  if (security.some((r) => "bearerAuth" in r)) statuses.push(401);
+  if (security.some((r) => "bearerAuth" in r || "authorityToken" in r)) statuses.push(401);
   if (security.some((r) => (r.bearerAuth ?? []).length > 0)) statuses.push(403);
   if (params.some((p) => p.in === "path")) statuses.push(404);
   if (params.some((p) => p.in === "header" && p.name === "Idempotency-Key")) statuses.push(409);

@@ -143,11 +143,21 @@ function composeFile(services) {
     line();
   });
 
+  // Start order: a service waits for its callees, except where that would close a cycle (two services that call
+  // each other, as passport and documents do): compose refuses a cycle, and a gRPC client connects on its first
+  // call anyway. The edges are kept in registry order, each unless its callee already waits for its caller.
+  const waitsFor = new Map();
+  const reaches = (from, to) =>
+    from === to || [...(waitsFor.get(from) ?? [])].some((next) => reaches(next, to));
+  for (const s of services)
+    for (const c of calleesOf(services, s.name))
+      if (!reaches(c.name, s.name)) waitsFor.set(s.name, new Set([...(waitsFor.get(s.name) ?? []), c.name]));
   const dependsOn = (s, extra = []) => {
     line(`    depends_on:`);
     if (lastMigration) line(`      ${lastMigration}: { condition: service_completed_successfully }`);
     for (const e of extra) line(`      ${e}`);
-    for (const c of calleesOf(services, s.name)) line(`      ${c.name}: { condition: service_started }`);
+    for (const c of calleesOf(services, s.name))
+      if (waitsFor.get(s.name)?.has(c.name)) line(`      ${c.name}: { condition: service_started }`);
   };
   const addrs = (s) => {
     for (const c of calleesOf(services, s.name)) line(`      ${c.addrEnv}: ${c.name}:${c.port}`);

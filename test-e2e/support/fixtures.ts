@@ -15,3 +15,25 @@ export function publishableTextile(overrides: Record<string, unknown> = {}): Rec
     ...overrides,
   };
 }
+
+/** The data of a battery passport that passes every publish check of its own (units and the rest aside). */
+export function publishableBattery(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    product_name: "Cell pack",
+    battery_model_identifier: "CP-48",
+    battery_category: "industrial",
+    manufacturing_place: "Porto, PT",
+    manufacturing_date: "2026-01",
+    manufacturer_name: "Acme",
+    manufacturer_address: "1 Rua, Porto",
+    battery_weight: { value: 12, unit: "kg" },
+    rated_capacity: { value: 50, unit: "Ah" },
+    battery_chemistry: "LFP",
+    hazardous_substances: [],
+    critical_raw_materials: [],
+    usable_extinguishing_agent: "Water",
+    nominal_voltage: { value: 48, unit: "V" },
+    declaration_of_conformity: "DoC-2026-01",
+    ...overrides,
+  };
+}

@@ -224,6 +224,24 @@ export async function untilRefused(request: () => Promise<ApiResponse>): Promise
   return res;
 }
 
+/**
+ * The same bound for a change the gateway caches with the key's identity (an organization's plan or its
+ * subscription status): sends `request` every 100 ms until `seen` holds for its answer, up to
+ * KEY_CACHE_BOUND_MS, and returns the last answer.
+ */
+export async function untilSeen(
+  request: () => Promise<ApiResponse>,
+  seen: (res: ApiResponse) => boolean,
+): Promise<ApiResponse> {
+  const until = Date.now() + KEY_CACHE_BOUND_MS;
+  let res = await request();
+  while (!seen(res) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    res = await request();
+  }
+  return res;
+}
+
 /** Asserts the error envelope shape and returns its error object. */
 export function envelope(res: ApiResponse): {
   code: string;

@@ -104,6 +104,17 @@ it("checks undocumented paths and methods as envelope-only", () => {
   expect(v.check(put).problems).toEqual(["missing header Allow"]);
   put.headers.set("allow", "GET, HEAD");
   expect(v.check(put).problems).toEqual([]);
+  // A path parameter that is not percent-encoded UTF-8 is refused before the method is looked at.
+  const badParam = res({
+    method: "PATCH",
+    path: "/organizations/%FF/passports/",
+    status: 400,
+    body: envelope("invalid_request", {}),
+  });
+  expect(v.check(badParam).problems).toEqual([]);
+  expect(v.check({ ...badParam, path: "/organizations/org_1/passports/" }).problems.join()).toMatch(
+    /expected 405/,
+  );
 });
 
 it("checks a passport's data against its category's schema, and accepts a category it does not know", () => {

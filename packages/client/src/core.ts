@@ -20,7 +20,10 @@ import {
 export const SDK_VERSION = "1.0.0";
 
 export interface DppOptions {
-  /** A secret key, `dpp_sk_test_…` or `dpp_sk_live_…` (its mode is the mode of every call). */
+  /**
+   * A secret key, `dpp_sk_test_…` or `dpp_sk_live_…` (its mode is the mode of every call); or an authority token,
+   * `dpp_at_…`, which only `documents.authorityDownload` accepts.
+   */
   apiKey: string;
   /** The root of v1, e.g. `https://api.example.com/v1`. */
   baseUrl: string;

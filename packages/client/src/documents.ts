@@ -81,6 +81,19 @@ export class Documents {
     );
   }
 
+  /**
+   * An authority's read of an `authority`-tier file of the organization: the client is made with the authority
+   * token (`new Dpp({ apiKey: "dpp_at_…" })`), which no other method accepts.
+   */
+  async authorityDownload(id: string, options: RequestOptions = {}): Promise<WithResponse<DocumentDownload>> {
+    return this.core.send(readSettings(options), (fetch) =>
+      this.core.api.GET("/authority/organizations/{organization}/documents/{id}/download", {
+        params: { path: { organization: this.organization, id } },
+        fetch,
+      }),
+    );
+  }
+
   /** What a public reader gets: a published passport's public file only (no key needed). */
   async publicDownload(id: string, options: RequestOptions = {}): Promise<WithResponse<DocumentDownload>> {
     return this.core.send(readSettings(options), (fetch) =>

@@ -218,7 +218,9 @@ export interface paths {
      *     France filing detail: `entitlement` is `included` (paid plan, active),
      *     `free_offer` (trial, `free_filing_reason` `plan_without_filing`) or `unavailable`
      *     (payment overdue or cancelled); `attestation_wording_version` is `2026-01`.
-     *     `documents_used` is 0 until the documents service reports usage.
+     *     `documents_used` is 0 until the documents service reports usage. Publishing detail:
+     *     `unit_limit` is the units a battery passport may carry on the plan, `units_used` the units of the
+     *     organization's battery passports in the key's mode.
      */
     get: operations["listCapabilities"];
     put?: never;
@@ -878,6 +880,39 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/authority/organizations/{organization}/documents/{id}/download": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Get an authority-tier document's download URL (authority token)
+     * @description For an authority (a market surveillance or customs inspector) who is not a key holder of the brand: a
+     *     short-lived signed URL of an `authority`-tier document whose file is ready, of the organization and mode
+     *     the authority token was issued for. The token (`Authorization: Bearer dpp_at_...`) is issued and revoked
+     *     by the platform's operator, expires, and is accepted by this operation only: any other operation answers
+     *     it 401 `invalid_key`, and this one answers an API key 401 `invalid_key`. A revoked token is 401
+     *     `key_revoked`, an expired one 401 `key_expired`. Another organization is 404
+     *     `organization_not_found_or_not_granted`; a `public` or `restricted` document, one of the other mode, one
+     *     whose file is not ready and an unknown id are the same 404 `resource_not_found`
+     *     (docs/decisions/0058-authority-credential.md).
+     */
+    get: operations["getAuthorityDocumentDownload"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/public/organizations/{organization}/documents/{id}/download": {
     parameters: {
       query?: never;
@@ -968,7 +1003,8 @@ export interface paths {
      * Detach a document
      * @description Detaches the document from the passport (it stays in the library). Refused with 409
      *     `document_feeds_extraction` when passport values were extracted from it, and 409 `document_feeds_reading`
-     *     when recorded battery readings cite it; nothing is detached then. A document that is not attached is 404
+     *     when recorded battery readings cite it (a unit reading of the passport whose `document_id` names it;
+     *     `details.readings` lists them); nothing is detached then. A document that is not attached is 404
      *     `resource_not_found`. A required field satisfied only by a detached document makes publishing 422
      *     `document_missing`.
      */
@@ -1378,7 +1414,9 @@ export interface paths {
      *     `invalid_value` (not the field's shape: a quantity is `{"value": <number>, "unit": "<its unit>"}`,
      *     `negative_events` a list of texts), `invalid_source` (`details.allowed`), `invalid_observed_on` (not a
      *     date YYYY-MM-DD, or in the future), `invalid_note` (1 to 1000 characters), `invalid_document_id` (not
-     *     an identifier), `unit_reading_document_unavailable` (no such document to support the reading).
+     *     an identifier), `unit_reading_document_unavailable` (no document attached to the unit's passport with its
+     *     file ready has this id). A cited document then stays attached to the passport while the reading exists:
+     *     detaching it is 409 `document_feeds_reading`.
      */
     post: operations["recordUnitReading"];
     delete?: never;
@@ -1738,6 +1776,21 @@ export interface components {
       name: string;
       category: string;
       schema_version: string;
+      /**
+       * @description The fields that can carry an attached file, each naming its `document_id_key`: the
+       *     companion `data` key that holds the id of a document attached to the passport (the
+       *     schema's `x-document-id-key`). A field required for publishing that is left empty is
+       *     satisfied by its companion's document while that document stays attached with its file
+       *     ready; once it is detached, publishing is 422 `document_missing` at
+       *     `/data/<document_id_key>`.
+       */
+      document_fields: {
+        field: string;
+        document_id_key: string;
+        required_for_publish: boolean;
+        /** @enum {string} */
+        access_tier: "public" | "restricted" | "authority";
+      }[];
       /** @description A JSON Schema 2020-12 document for the passport's `data` (with the `x-` annotations described above). */
       json_schema: {
         [key: string]: unknown;
@@ -1835,6 +1888,13 @@ export interface components {
       subscription_status: string;
       publish_limit: number;
       published_count: number;
+      /**
+       * @description Units a battery passport may carry on the plan (POST .../units and publish refuse more with 402
+       *     `unit_limit_reached`).
+       */
+      unit_limit: number;
+      /** @description The units of the organization's battery passports in this mode, as the units service counts them. */
+      units_used: number;
       /** @description Path template ending in `/validate`. */
       per_passport_check: string;
     };
@@ -7052,6 +7112,40 @@ export interface operations {
       503: components["responses"]["ServiceUnavailable"];
     };
   };
+  getAuthorityDocumentDownload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The organization the request acts on (the key's own or a granted client). `-` is reserved. */
+        organization: components["parameters"]["Organization"];
+        /** @description The document's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The download URL. */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          /** @description `no-store`: the URL is short-lived and must not be cached. */
+          "Cache-Control"?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DocumentDownload"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      404: components["responses"]["NotFound"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
   getPublicDocumentDownload: {
     parameters: {
       query?: never;
@@ -7217,6 +7311,7 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       403: components["responses"]["Forbidden"];
       404: components["responses"]["NotFound"];
+      409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
     };

@@ -185,6 +185,18 @@ export function documentsModule(deps: { client: DocumentsClient }): GatewayModul
         },
       },
       {
+        operationId: "getAuthorityDocumentDownload",
+        method: "GET",
+        path: "/authority/organizations/{organization}/documents/{id}/download",
+        auth: "authority",
+        idempotent: false,
+        successStatus: 200,
+        handler: async ({ ctx, params }) => {
+          const res = await client.getDownload({ documentId: params.id! }, { context: ctx });
+          return { body: downloadJson(res, params.id!), headers: { "Cache-Control": "no-store" } };
+        },
+      },
+      {
         operationId: "getPublicDocumentDownload",
         method: "GET",
         path: "/public/organizations/{organization}/documents/{id}/download",

@@ -61,7 +61,13 @@ export const gatewayService = defineService({
       log,
       docsBaseUrl: config.DOCS_BASE_URL,
       trustProxy: config.TRUST_PROXY,
-      review: reviewRouter({ db, identity, passport: clients.passport }),
+      review: reviewRouter({
+        db,
+        identity,
+        passport: clients.passport,
+        variantsUnits: clients.variantsUnits,
+        rateLimiter,
+      }),
       ready: async () => {
         await sql`select 1`.execute(db);
       },

@@ -66,6 +66,8 @@ function expectedSecurity(r: RouteSpec): Record<string, string[]>[] {
       return [];
     case "optional":
       return [{}, { bearerAuth: [] }];
+    case "authority":
+      return [{ authorityToken: [] }];
     default:
       return [{ bearerAuth: r.scope ? [r.scope] : [] }];
   }

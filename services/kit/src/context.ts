@@ -1,8 +1,11 @@
 import { z } from "zod";
 import { ApiError } from "@dpp/contract";
 
-/** How the caller proved who it is: an API key (secret or connector), or a person signed in to the review page. */
-export type CredentialKind = "secret" | "connector" | "person";
+/**
+ * How the caller proved who it is: an API key (secret or connector), a person signed in to the review page, or an
+ * authority token (an inspector's read of one organization's authority-tier files, docs/decisions/0058).
+ */
+export type CredentialKind = "secret" | "connector" | "person" | "authority";
 
 /** The organization's plan entitlements, resolved once by the gateway (see plans.ts). */
 export interface PlanContext {
@@ -134,7 +137,7 @@ export const wireContextSchema = z.object({
   organization_id: id.optional(),
   livemode: z.boolean().optional(),
   key_id: id.optional(),
-  credential_kind: z.enum(["secret", "connector", "person"]).optional(),
+  credential_kind: z.enum(["secret", "connector", "person", "authority"]).optional(),
   plan: z
     .object({
       plan_id: id,

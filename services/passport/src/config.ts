@@ -36,6 +36,17 @@ export const passportEnv = {
    * storage. Unset: no documents service runs, nothing to check (the stack and the chart set it).
    */
   DOCUMENTS_ADDR: z.string().default(""),
+  /**
+   * The variants-units service, asked at publish for the passport's unit count and variant review. Unset: no
+   * variants-units service runs, nothing to check (the stack and the chart set it).
+   */
+  VARIANTS_UNITS_ADDR: z.string().default(""),
+  /**
+   * How often the reconciler of variant GTIN claims runs (with VARIANTS_UNITS_ADDR), and how old a claim must be
+   * before it looks at it: a claim whose variant row does not exist past the grace is released.
+   */
+  GTIN_RECONCILE_INTERVAL_MS: positiveInt(60_000),
+  GTIN_RECONCILE_GRACE_MS: positiveInt(120_000),
   /** How often the test-mode retention job runs. */
   RETENTION_INTERVAL_MS: positiveInt(3_600_000),
 };

@@ -3,14 +3,16 @@
  * test-mode retention job. The rest (config, pool, bus, relay, gRPC server, trust check, shutdown) is the kit's.
  */
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { documentsV1, passportV1 } from "@dpp/proto";
+import { documentsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 import { documentsPrePublishCheck } from "./app/document-checks";
+import { variantsUnitsPrePublishCheck } from "./app/variants-units-checks";
 import { migrations } from "../migrations";
 import { passportEnv } from "./config";
 import type { PassportDB } from "./store/schema";
 import { PassportStore } from "./store";
 import { passportUseCases } from "./app";
 import { expireTestPassports } from "./app/retention";
+import { gtinReconciler } from "./app/gtin-reconciler";
 import { passportRpc } from "./rpc/passport.rpc";
 import { defaultPrePublishChecks, type PrePublishCheck } from "./domain/prepublish";
 
@@ -41,6 +43,13 @@ export function passportService(options: PassportServiceOptions = {}) {
             }),
           )
         : undefined;
+      const variantsUnitsClient = config.VARIANTS_UNITS_ADDR
+        ? rt.client(variantsUnitsV1.VariantsUnitsService, {
+            address: config.VARIANTS_UNITS_ADDR,
+            audience: "variants-units",
+          })
+        : undefined;
+      const variantsUnits = variantsUnitsClient && variantsUnitsPrePublishCheck(variantsUnitsClient);
       const useCases = passportUseCases({
         store,
         db: rt.db,
@@ -51,7 +60,7 @@ export function passportService(options: PassportServiceOptions = {}) {
         },
         reviewBaseUrl: config.REVIEW_BASE_URL,
         docsBaseUrl: config.DOCS_BASE_URL,
-        checks: options.prePublishChecks ?? defaultPrePublishChecks(documents),
+        checks: options.prePublishChecks ?? defaultPrePublishChecks(documents, variantsUnits),
         onCommitted: rt.eventsCommitted,
       });
       const retention = rt.job({
@@ -60,8 +69,20 @@ export function passportService(options: PassportServiceOptions = {}) {
         run: () => expireTestPassports(store, rt.eventsCommitted),
         report: "test passports past retention deleted",
       });
+      const gtinReconcile =
+        variantsUnitsClient &&
+        rt.job({
+          name: "passport:gtin-reconciler",
+          intervalMs: config.GTIN_RECONCILE_INTERVAL_MS,
+          run: gtinReconciler({
+            store,
+            variantsUnits: variantsUnitsClient,
+            graceMs: config.GTIN_RECONCILE_GRACE_MS,
+          }),
+          report: "variant GTIN claims without their variant released",
+        });
       rt.serve(passportV1.PassportService, passportRpc(useCases));
-      return { retention };
+      return { retention, gtinReconcile };
     },
   });
 }

@@ -12,6 +12,11 @@ const baseUrl = (fallback: string) =>
 export const variantsUnitsEnv = {
   /** The passport service: the passports read, and the owner of GTIN claims. */
   PASSPORT_ADDR: address.default("127.0.0.1:50051"),
+  /**
+   * The documents service: a reading that cites a document registers its dependency there. Unset: no document can
+   * support a reading (unit_reading_document_unavailable); the stack and the chart set it.
+   */
+  DOCUMENTS_ADDR: z.string().default(""),
   /** Where a person reviews a passport's variants: <REVIEW_BASE_URL>/organizations/<org>/passports/<id>/variants/review. */
   REVIEW_BASE_URL: baseUrl("https://app.dpp.example"),
   /** GTINs removed per batch of POST variants/remove (each batch commits and releases its claims by itself). */

@@ -28,6 +28,11 @@ export const USAGE = `usage: npm run admin -- <command> [options]
                [--expires-at <RFC 3339> | --expires-in <seconds>]
   key:revoke   --key <key id>
   key:rotate   --key <key id> [--overlap <seconds, default 86400>]
+  authority:issue  --org <id> --mode test|live --name "<authority, inspector>"
+               (--expires-at <RFC 3339> | --expires-in <seconds>), at most 90 days
+               an authority token: reads only the organization's authority-tier files, through
+               GET /v1/authority/organizations/{org}/documents/{id}/download (printed once)
+  authority:revoke --id <authority token id>
   org:link     --manager <id> --client <id> [--france-mandate]
   org:unlink   --manager <id> --client <id>
   grant        --key <key id> --org <client id> --scopes a,b   (the rules of POST .../grants)
@@ -336,6 +341,23 @@ export async function runAdmin(argv: string[], root: string): Promise<unknown> {
           expiresAt,
         });
       }
+      case "authority:issue": {
+        const mode = need(values.mode, "mode");
+        if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+        let expiresAt: Date;
+        if (values["expires-at"]) expiresAt = new Date(values["expires-at"]);
+        else if (values["expires-in"]) expiresAt = new Date(Date.now() + Number(values["expires-in"]) * 1000);
+        else throw new UsageError("an authority token expires: --expires-at or --expires-in is required");
+        if (Number.isNaN(expiresAt.getTime())) throw new UsageError("invalid expiry");
+        return await admin.issueAuthorityToken({
+          organizationId: need(values.org, "org"),
+          livemode: mode === "live",
+          name: need(values.name, "name"),
+          expiresAt,
+        });
+      }
+      case "authority:revoke":
+        return await admin.revokeAuthorityToken(need(values.id, "id"));
       case "key:revoke":
         return await admin.revokeKey(need(values.key, "key"));
       case "key:rotate": {

@@ -25,6 +25,18 @@ export interface CreateInput {
 export interface PatchInput extends ItemKey {
   data: Record<string, unknown>;
 }
+export interface VariantsInput {
+  org: string;
+  livemode: boolean;
+  passport: string;
+  variants: { gtin: string; size?: string; colour?: string }[];
+}
+export interface RemovalInput {
+  org: string;
+  livemode: boolean;
+  passport: string;
+  gtins: string[];
+}
 /** Every answer: the JSON document the edge sends, or a refusal (HTTP status and code). */
 export interface Reply {
   status: number;
@@ -51,6 +63,8 @@ export const ITEMS_SERVICE = {
   Create: unary("Create"),
   Patch: unary("Patch"),
   Publish: unary("Publish"),
+  CreateVariants: unary("CreateVariants"),
+  RemoveVariants: unary("RemoveVariants"),
 } satisfies grpc.ServiceDefinition;
 
 export type Method = keyof typeof ITEMS_SERVICE;

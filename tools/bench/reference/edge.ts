@@ -104,6 +104,25 @@ app.post(
   `${org}/passports/:id/publish`,
   call("Publish", (req, livemode) => ({ org: req.params.org, livemode, id: req.params.id })),
 );
+// A batch of variants and a removal by GTINs: each ONE gRPC call, whatever the number of rows.
+app.post(
+  `${org}/passports/:id/variants`,
+  call("CreateVariants", (req, livemode) => ({
+    org: req.params.org,
+    livemode,
+    passport: req.params.id,
+    variants: req.body?.variants ?? [],
+  })),
+);
+app.post(
+  `${org}/passports/:id/variants/remove`,
+  call("RemoveVariants", (req, livemode) => ({
+    org: req.params.org,
+    livemode,
+    passport: req.params.id,
+    gtins: req.body?.gtins ?? [],
+  })),
+);
 app.get("/readyz", (_req, res) => {
   res.json({ ok: true });
 });

@@ -25,6 +25,17 @@ create table if not exists ${REFERENCE_SCHEMA}.outbox (
   payload jsonb not null,
   created_at timestamptz not null default now()
 );
+create table if not exists ${REFERENCE_SCHEMA}.variants (
+  id text primary key,
+  organization_id text not null,
+  livemode boolean not null,
+  passport_id text not null,
+  gtin text not null,
+  size text,
+  colour text,
+  created_at timestamptz not null default now()
+);
+create unique index if not exists variants_gtin on ${REFERENCE_SCHEMA}.variants (organization_id, livemode, passport_id, gtin);
 create table if not exists ${REFERENCE_SCHEMA}.events (
   organization_id text not null,
   livemode boolean not null,

@@ -14,7 +14,9 @@ import {
   type ItemKey,
   type PageQuery,
   type PatchInput,
+  type RemovalInput,
   type Reply,
+  type VariantsInput,
 } from "./contract";
 import { REFERENCE_SCHEMA } from "./schema";
 
@@ -203,6 +205,64 @@ const handlers: Record<keyof typeof ITEMS_SERVICE, (req: any) => Promise<Reply>>
     return row
       ? ok(200, { ...itemJson(row), warnings: [] })
       : ok(409, { error: { code: "wrong_status", message: `Passport ${k.id} is not a draft.` } });
+  },
+  /** ONE multi-row INSERT of the batch (no validation, no GTIN claim, no events), answered in the API's shape. */
+  async CreateVariants(v: VariantsInput) {
+    const ids = v.variants.map(() => `ref_${randomBytes(12).toString("hex")}`);
+    const { rows } = await pool.query<{
+      id: string;
+      gtin: string;
+      size: string | null;
+      colour: string | null;
+      created_at: Date;
+    }>(
+      `insert into ${S}.variants (id, organization_id, livemode, passport_id, gtin, size, colour)
+       select u.id, $1, $2, $3, u.gtin, u.size, u.colour
+       from unnest($4::text[], $5::text[], $6::text[], $7::text[]) as u(id, gtin, size, colour)
+       returning id, gtin, size, colour, created_at`,
+      [
+        v.org,
+        v.livemode,
+        v.passport,
+        ids,
+        v.variants.map((x) => x.gtin),
+        v.variants.map((x) => x.size ?? null),
+        v.variants.map((x) => x.colour ?? null),
+      ],
+    );
+    const passport = `organizations/${v.org}/passports/${v.passport}`;
+    return ok(201, {
+      object: "list",
+      data: rows.map((r) => ({
+        object: "variant",
+        id: r.id,
+        name: `${passport}/variants/${r.id}`,
+        organization_id: v.org,
+        livemode: v.livemode,
+        passport_id: v.passport,
+        passport,
+        gtin: r.gtin,
+        size: r.size,
+        colour: r.colour,
+        created_at: r.created_at.toISOString(),
+        agent_written: null,
+      })),
+      has_more: false,
+      next_cursor: null,
+    });
+  },
+  /** ONE multi-row DELETE of the GTINs; answers {removed, absent} in request order. */
+  async RemoveVariants(r: RemovalInput) {
+    const { rows } = await pool.query<{ gtin: string }>(
+      `delete from ${S}.variants where organization_id = $1 and livemode = $2 and passport_id = $3
+         and gtin = any($4::text[]) returning gtin`,
+      [r.org, r.livemode, r.passport, r.gtins],
+    );
+    const removed = new Set(rows.map((x) => x.gtin));
+    return ok(200, {
+      removed: r.gtins.filter((g) => removed.has(g)),
+      absent: r.gtins.filter((g) => !removed.has(g)),
+    });
   },
 };
 

@@ -27,7 +27,16 @@ export type LoadCommand =
       input: CaseInput;
     }
   | { type: "create"; target: Target; bodies: Record<string, unknown>[]; connections: number }
-  | { type: "lag"; target: Target; rate: number; seconds: number; tag: string; drainSeconds: number }
+  | {
+      type: "lag";
+      target: Target;
+      rate: number;
+      seconds: number;
+      tag: string;
+      drainSeconds: number;
+      /** "feed": a follower reads GET .../events; "webhook": a local receiver takes the pushed deliveries. */
+      via?: "feed" | "webhook";
+    }
   | { type: "rate"; target: Target; kase: CaseName; rate: number; seconds: number; input: CaseInput };
 
 export interface RunResult {
@@ -44,12 +53,15 @@ export interface RunResult {
 }
 
 export interface LagResult {
+  via: "feed" | "webhook";
   rate: number;
   seconds: number;
   sent: number;
   created: number;
   seen: number;
   lagsMs: number[];
+  /** Deliveries of an event already received (webhook only; at-least-once allows them, this counts them). */
+  duplicates?: number;
 }
 
 interface Answer {
@@ -329,7 +341,111 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
     const seen = seenAt.get(id);
     if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
   }
-  return { rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs };
+  return { via: "feed", rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs };
+}
+
+/**
+ * The delivery lag of pushed events: a receiver on loopback is registered as a webhook endpoint of the
+ * organization (test mode allows http to loopback) for passport.created, creates leave at a fixed rate as in
+ * `lag`, and the lag of a passport is from its create's 201 arriving to the receiver taking the delivery of its
+ * passport.created (answered 204 at once; the signature is not checked here, the receiver's own cost is not
+ * the platform's). The endpoint is deleted at the end. Deliveries of one endpoint are in feed order, one at a
+ * time, so this is the lag an integrator's one endpoint sees.
+ */
+async function webhookLag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult> {
+  const base = new URL(c.target.baseUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const prefix = `${base.pathname.replace(/\/$/, "")}/organizations/${encodeURIComponent(c.target.organization)}`;
+  const auth = { authorization: `Bearer ${c.target.key}` };
+  const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+  const answeredAt = new Map<string, number>();
+  const seenAt = new Map<string, number>();
+  let duplicates = 0;
+  const receiver = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => {
+      const at = now();
+      res.writeHead(204).end();
+      try {
+        const e = JSON.parse(Buffer.concat(parts).toString("utf8")) as {
+          type?: string;
+          related?: { id?: string };
+        };
+        const id = e.related?.id;
+        if (e.type !== "passport.created" || !id) return;
+        if (seenAt.has(id)) duplicates++;
+        else seenAt.set(id, at);
+      } catch {
+        // not a delivery
+      }
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  const port = (receiver.address() as { port: number }).port;
+  const made = await send(agent, base, {
+    method: "POST",
+    path: `${prefix}/webhooks`,
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ url: `http://127.0.0.1:${port}/bench`, types: ["passport.created"] }),
+    expect: 201,
+  });
+  if (made.status !== 201)
+    throw new Error(`webhook endpoint refused: ${made.status} ${text(made).slice(0, 300)}`);
+  const endpointId = (JSON.parse(text(made)) as { id: string }).id;
+
+  const path = `${prefix}/passports`;
+  const headers = { ...auth, "content-type": "application/json" };
+  const t0 = now();
+  let lastAnswer = t0;
+  let sent = 0;
+  let created = 0;
+  const total = Math.round(c.rate * c.seconds);
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / c.rate;
+    const wait = due - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sent++;
+    inflight.push(
+      send(agent, base, {
+        method: "POST",
+        path,
+        headers,
+        body: JSON.stringify(createBody(c.tag, i)),
+        expect: 201,
+      }).then(
+        (a) => {
+          if (a.status !== 201) return;
+          created++;
+          lastAnswer = now();
+          answeredAt.set((JSON.parse(text(a)) as { id: string }).id, lastAnswer);
+        },
+        () => undefined,
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  const seconds = Math.max(c.seconds, (lastAnswer - t0) / 1000);
+  for (const until = now() + c.drainSeconds * 1000; now() < until;) {
+    if ([...answeredAt.keys()].every((id) => seenAt.has(id))) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await send(agent, base, {
+    method: "DELETE",
+    path: `${prefix}/webhooks/${endpointId}`,
+    headers: auth,
+    expect: 200,
+  });
+  await new Promise<void>((r) => receiver.close(() => r()));
+  agent.destroy();
+  const lagsMs: number[] = [];
+  for (const [id, answered] of answeredAt) {
+    const seen = seenAt.get(id);
+    if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
+  }
+  return { via: "webhook", rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs, duplicates };
 }
 
 process.on("message", (msg: { id: number; command: LoadCommand }) => {
@@ -341,7 +457,9 @@ process.on("message", (msg: { id: number; command: LoadCommand }) => {
         ? create(command)
         : command.type === "rate"
           ? rate(command)
-          : lag(command);
+          : command.via === "webhook"
+            ? webhookLag(command)
+            : lag(command);
   work.then(
     (result) => process.send!({ id, result }),
     (err: Error) => process.send!({ id, error: err.stack ?? err.message }),

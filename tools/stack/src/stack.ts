@@ -356,7 +356,7 @@ export function serviceEnvs(
         : { ...common, HTTP_HOST: o.gatewayHost ?? HOST, HTTP_PORT: String(ports[s.name]) };
     for (const callee of calleesOf(SERVICES, s.name)) env[callee.addrEnv!] = address(callee.name);
     // A review_url leads to the gateway's own review page (/review) unless the environment names another.
-    if (s.name === "passport" && !o.env?.REVIEW_BASE_URL)
+    if ((s.name === "passport" || s.name === "variants-units") && !o.env?.REVIEW_BASE_URL)
       env.REVIEW_BASE_URL = `http://${o.gatewayHost ?? HOST}:${ports[GATEWAY.name]}/review`;
     // The links a passport reports (public_url, qr_target, the GS1 Digital Link) lead to the public surface's
     // listener on this machine unless the environment names other hosts.

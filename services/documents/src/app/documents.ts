@@ -4,7 +4,7 @@
  * passport's documents. The rules behind each choice: docs/decisions/0052-documents-and-storage.md.
  */
 import { ApiError, type Issue } from "@dpp/contract";
-import { requireTenant, type ClientOf, type RequestContext } from "@dpp/kit";
+import { requireTenant, runKeyedItem, type ClientOf, type RequestContext } from "@dpp/kit";
 import { passportV1 } from "@dpp/proto";
 import { checkUpload, contentProblem, MAX_BYTES, type UploadInput } from "../domain/document";
 import { StorageUnavailable, type StoragePort } from "../storage/port";
@@ -193,11 +193,17 @@ function notReady(d: DocumentRow): ApiError {
   });
 }
 
-/** The owning organization's read URL: any tier (its key holds documents:read of that organization). */
+/**
+ * A read URL of the tenant's document. For the owning organization's key (documents:read of that organization):
+ * any tier. For an authority token (credential kind `authority`, bound by the gateway to this organization and
+ * mode): an authority-tier document only; any other (public, restricted, unknown) answers the same
+ * resource_not_found, so a guess learns nothing (docs/decisions/0058).
+ */
 export async function download(app: DocumentsApp, ctx: RequestContext, id: string) {
   const t = requireTenant(ctx);
   const found = await app.store.find(t, id);
-  if (!found) throw new ApiError("resource_not_found", "No such document.", { document_id: id });
+  if (!found || (ctx.credentialKind === "authority" && found.access_tier !== "authority"))
+    throw new ApiError("resource_not_found", "No such document.", { document_id: id });
   const d = await confirmOnRead(app, found);
   if (d.upload_state !== "ready") throw notReady(d);
   return readUrlOf(app, d);
@@ -284,4 +290,103 @@ export async function sweep(app: DocumentsApp, o: { graceSeconds: number; batch:
     if (await app.store.removePending(t, d.id)) removed++;
   }
   return confirmed + removed;
+}
+
+/** The single write a RegisterDependency item stands for (its record's method). */
+const REGISTER_DEPENDENCY_METHOD = "/dpp.documents.v1.DocumentsService/RegisterDependency";
+
+export interface DependencyInput {
+  key: string;
+  passportId: string;
+  documentId: string;
+  kind: string;
+  reference: string;
+}
+
+const DEPENDENCY_KINDS = ["reading", "extraction"] as const;
+
+/** What a RegisterDependency item records: the document and the reference it was registered for. */
+interface Recorded {
+  documentId: string;
+  reference: string;
+}
+
+/**
+ * Records that another service's record depends on a document attached to the passport: detaching it is then
+ * refused (document_feeds_reading, document_feeds_extraction). Once per item key, through the kit's keyed items:
+ * the caller passes its effect key (writes-under-a-key.md, `once`), so a retried call registers nothing twice and
+ * answers what was recorded. A document that is not attached to the passport with its file ready is refused:
+ * unit_reading_document_unavailable for a reading, invalid_document_id otherwise.
+ */
+export async function registerDependency(
+  app: DocumentsApp,
+  call: { ctx: RequestContext; caller: string },
+  input: DependencyInput,
+) {
+  const t = requireTenant(call.ctx);
+  const kind = (DEPENDENCY_KINDS as readonly string[]).includes(input.kind)
+    ? (input.kind as (typeof DEPENDENCY_KINDS)[number])
+    : undefined;
+  const issues: Issue[] = [];
+  if (!kind)
+    issues.push({ source: { pointer: "/kind" }, rule: "enum", message: "kind is reading or extraction." });
+  if (!input.reference || input.reference.length > 255)
+    issues.push({
+      source: { pointer: "/reference" },
+      rule: "length",
+      message: "reference is 1 to 255 characters.",
+    });
+  if (issues.length)
+    throw new ApiError("validation_failed", "The dependency cannot be recorded.", { issues });
+  const unavailable = () =>
+    kind === "reading"
+      ? new ApiError(
+          "unit_reading_document_unavailable",
+          `No document ${input.documentId} can support a reading.`,
+          {
+            document_id: input.documentId,
+            issues: [
+              {
+                source: { pointer: "/document_id" },
+                rule: "document_available",
+                message: "The document must be attached to the unit's passport, with its file ready.",
+              },
+            ],
+          },
+        )
+      : invalidDocumentId(
+          input.documentId,
+          "The document is not attached to this passport with its file ready.",
+        );
+  // A pending upload whose file arrived counts: confirmed first, outside the item's transaction.
+  const found = await app.store.find(t, input.documentId);
+  if (found) await confirmOnRead(app, found);
+  const out = await runKeyedItem(
+    {
+      db: app.store.db,
+      call,
+      key: input.key,
+      // The reference is not part of the item: a caller's retry may draw another one before it learns the first.
+      request: { passport_id: input.passportId, document_id: input.documentId, kind },
+      method: REGISTER_DEPENDENCY_METHOD,
+      encode: (r: Recorded) => new TextEncoder().encode(JSON.stringify(r)),
+      decode: (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes)) as Recorded,
+    },
+    async (ctx): Promise<Recorded> => {
+      const row = await app.store.addDependency(
+        ctx,
+        t,
+        input.passportId,
+        input.documentId,
+        kind!,
+        input.reference,
+      );
+      if (!row) throw unavailable();
+      return { documentId: row.id, reference: input.reference };
+    },
+  );
+  const row = await app.store.find(t, out.response.documentId);
+  if (!row) throw unavailable();
+  // The reference as first recorded: a caller that sends the item again learns the record it registered.
+  return { row, reference: out.response.reference, replayed: out.replayed };
 }

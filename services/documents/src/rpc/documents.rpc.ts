@@ -1,6 +1,6 @@
 /** DocumentsService: thin handlers; the rules live in ../domain and ../app, the queries in ../store. */
 import { ApiError } from "@dpp/contract";
-import { decodeCursor, page, pageLimit, requireTenant, type ImplOf } from "@dpp/kit";
+import { decodeCursor, page, pageLimit, requireTenant, type ImplOf, type RequestContext } from "@dpp/kit";
 import { timestampFromDate, type documentsV1 } from "@dpp/proto";
 import {
   checkPublish,
@@ -10,6 +10,7 @@ import {
   linkDocument,
   listDocuments,
   publicDownload,
+  registerDependency,
   unlinkDocument,
   type DocumentsApp,
 } from "../app/documents";
@@ -57,7 +58,27 @@ const download$ = (d: { url: string; expiresAt: Date; accessTier: string; mimeTy
   mimeType: d.mimeType,
 });
 
+/**
+ * An authority token reads authority-tier files through GetDownload and does nothing else: the gateway routes it
+ * nowhere else, and each other method refuses it too (docs/decisions/0058).
+ */
+function refuseAuthority<H extends (req: any, call: { ctx: RequestContext }) => unknown>(handler: H): H {
+  return ((req: unknown, call: { ctx: RequestContext }) => {
+    if (call.ctx.credentialKind === "authority")
+      throw new ApiError("resource_not_found", "No such document.", {});
+    return handler(req, call);
+  }) as H;
+}
+
 export function documentsRpc(app: DocumentsApp): ImplOf<typeof documentsV1.DocumentsService> {
+  const impl = documentsHandlers(app);
+  for (const name of Object.keys(impl) as (keyof typeof impl)[])
+    if (name !== "getDownload")
+      (impl as Record<string, unknown>)[name] = refuseAuthority(impl[name] as never);
+  return impl;
+}
+
+function documentsHandlers(app: DocumentsApp): ImplOf<typeof documentsV1.DocumentsService> {
   return {
     createUpload: async (req, { ctx }) => {
       const { row, upload } = await createUpload(app, ctx, req.passportId, {
@@ -135,6 +156,21 @@ export function documentsRpc(app: DocumentsApp): ImplOf<typeof documentsV1.Docum
         req.companions.map((c) => ({ field: c.field, key: c.key, documentId: c.documentId })),
       );
       return { missing: out.missing, confirmed: out.confirmed };
+    },
+
+    registerDependency: async (req, call) => {
+      const { row, reference, replayed } = await registerDependency(
+        app,
+        { ctx: call.ctx, caller: call.caller },
+        {
+          key: req.key,
+          passportId: req.passportId,
+          documentId: req.documentId,
+          kind: req.kind,
+          reference: req.reference,
+        },
+      );
+      return { document: documentMessage(row), reference, replayed };
     },
 
     getUsage: async (_req, { ctx }) => ({ documentsUsed: await app.store.count(requireTenant(ctx)) }),

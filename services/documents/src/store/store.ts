@@ -162,15 +162,15 @@ export class DocumentsStore {
     });
   }
 
-  private linkOf(db: Kysely<DocumentsDB>, t: Tenant, passportId: string, documentId: string) {
-    return db
+  private linkOf(db: Kysely<DocumentsDB>, t: Tenant, passportId: string, documentId: string, lock = false) {
+    const q = db
       .selectFrom("document_link")
       .select("linked_at")
       .where("organization_id", "=", t.organizationId)
       .where("livemode", "=", t.livemode)
       .where("passport_id", "=", passportId)
-      .where("document_id", "=", documentId)
-      .executeTakeFirst();
+      .where("document_id", "=", documentId);
+    return (lock ? q.forUpdate() : q).executeTakeFirst();
   }
 
   /** Detaches the document, unless a record depends on it; undefined when it was not attached. */
@@ -183,7 +183,8 @@ export class DocumentsStore {
         .where("livemode", "=", t.livemode)
         .where("id", "=", documentId)
         .executeTakeFirst();
-      const link = d && (await this.linkOf(trx, t, passportId, documentId));
+      // The link locked: a dependency registered meanwhile (addDependency locks it too) is seen below or waits.
+      const link = d && (await this.linkOf(trx, t, passportId, documentId, true));
       if (!d || !link) return undefined;
       const deps = await trx
         .selectFrom("document_dependency")
@@ -220,25 +221,50 @@ export class DocumentsStore {
     });
   }
 
-  /** Records that a record depends on a linked document (extraction, reading). */
-  async addDependency(
+  /**
+   * Records that a record depends on a document attached to the passport (extraction, reading), in the call's
+   * transaction (a keyed item's); undefined, nothing written, when the document is not attached to the passport with
+   * its file ready.
+   */
+  addDependency(
+    call: CallScope,
     t: Tenant,
     passportId: string,
     documentId: string,
     kind: "extraction" | "reading",
     reference: string,
-  ): Promise<void> {
-    await this.db
-      .insertInto("document_dependency")
-      .values({
-        organization_id: t.organizationId,
-        livemode: t.livemode,
-        passport_id: passportId,
-        document_id: documentId,
-        kind,
-        reference,
-      })
-      .execute();
+  ): Promise<DocumentRow | undefined> {
+    return transaction(this.db, call, async (trx) => {
+      const d = await trx
+        .selectFrom("document as d")
+        .innerJoin("document_link as l", (j) =>
+          j
+            .onRef("l.document_id", "=", "d.id")
+            .onRef("l.organization_id", "=", "d.organization_id")
+            .onRef("l.livemode", "=", "d.livemode"),
+        )
+        .selectAll("d")
+        .where("d.organization_id", "=", t.organizationId)
+        .where("d.livemode", "=", t.livemode)
+        .where("d.id", "=", documentId)
+        .where("l.passport_id", "=", passportId)
+        .where("d.upload_state", "=", "ready")
+        .forUpdate("l")
+        .executeTakeFirst();
+      if (!d) return undefined;
+      await trx
+        .insertInto("document_dependency")
+        .values({
+          organization_id: t.organizationId,
+          livemode: t.livemode,
+          passport_id: passportId,
+          document_id: documentId,
+          kind,
+          reference,
+        })
+        .execute();
+      return d;
+    });
   }
 
   /** Newest first: `fetch` rows after the id `afterId` (the kit's page() reads limit + 1). */

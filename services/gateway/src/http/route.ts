@@ -25,7 +25,12 @@ export type AuthMode =
    * scope on its OWN organization (never through a grant) and its organization
    * must manage the client, or be the client (see Authenticator.resolveGrantTarget)
    */
-  | "grantor";
+  | "grantor"
+  /**
+   * an authority token (never an API key) of the {organization} in the path: an inspector's read of that
+   * organization's authority-tier files (docs/decisions/0058); no scope
+   */
+  | "authority";
 
 /** A route as a description: everything but its handler. */
 export interface RouteSpec {

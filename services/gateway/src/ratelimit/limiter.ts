@@ -174,6 +174,22 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * The 429 to answer before even trying `id` again, when its failures already used the bucket's quota in this
+   * window; else undefined. For a secret a person can guess (a password): counting failures alone would still
+   * tell a right guess (accepted) from a wrong one (429) once over the limit.
+   */
+  async overLimit(bucket: Bucket, id: string): Promise<ApiError | undefined> {
+    try {
+      const res = await this.limiters[bucket].get(id);
+      if (res && res.consumedPoints >= this.quota[bucket]) return this.refusal(bucket, res.msBeforeNext);
+      return undefined;
+    } catch (err) {
+      this.faulted(err);
+      return undefined;
+    }
+  }
+
   async close(): Promise<void> {
     if (this.redis) {
       this.redisState = "down";

@@ -70,7 +70,25 @@ export interface ReviewSessionTable {
   expires_at: Date;
 }
 
+/**
+ * An authority token (migration 0007, docs/decisions/0058): an inspector's read of one organization's
+ * authority-tier files, in one mode, until it expires or is revoked.
+ */
+export interface AuthorityTokenTable {
+  id: string;
+  organization_id: string;
+  livemode: boolean;
+  /** Who holds it (the authority and the inspector), for the operator. */
+  name: string;
+  secret_digest: string;
+  last4: string;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  revoked_at: NullableTimestamp;
+}
+
 export interface GatewayDB {
+  authority_token: AuthorityTokenTable;
   person: PersonTable;
   review_session: ReviewSessionTable;
   organization: OrganizationTable;

@@ -1,7 +1,7 @@
 /**
  * Publish conditions owned by other services (required documents still attached and confirmed in storage, unit
- * count within the plan, the variant review fingerprint) go through one interface. Each owning service gets an
- * implementation that asks it over gRPC once it exists; until then its check answers "nothing to check".
+ * count within the plan, the variant review fingerprint) go through one interface. Each owning service has an
+ * implementation that asks it over gRPC; a deployment without that service has "nothing to check".
  *
  * A check answers the refusal that blocks publishing (document_missing, storage_unavailable, unit_limit_reached,
  * variant_review_required, variant_review_changed ...) or undefined. Checks run inside the publishing
@@ -55,12 +55,15 @@ export class CompositePrePublishCheck implements PrePublishCheck {
 
 /**
  * The checks the service runs: documents and their storage (the documents service's check when it is configured,
- * app/document-checks.ts), units, variant review ("nothing to check" until their services exist).
+ * app/document-checks.ts), then units and the variant review (the variants-units service's check when it is
+ * configured, app/variants-units-checks.ts). An absent service has nothing to check.
  */
-export function defaultPrePublishChecks(documents?: PrePublishCheck): CompositePrePublishCheck {
+export function defaultPrePublishChecks(
+  documents?: PrePublishCheck,
+  variantsUnits?: PrePublishCheck,
+): CompositePrePublishCheck {
   return new CompositePrePublishCheck([
     documents ?? nothingToCheck("documents"),
-    nothingToCheck("units"),
-    nothingToCheck("variants"),
+    ...(variantsUnits ? [variantsUnits] : [nothingToCheck("units"), nothingToCheck("variants")]),
   ]);
 }

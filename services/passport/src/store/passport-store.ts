@@ -5,6 +5,13 @@ import { PassportReads } from "./passport-reads";
 import { insertPassportWithEvent, PassportTx, type PendingEvent } from "./passport-tx";
 import type { NewPassportRow, PassportRow } from "./types";
 
+/** Where a page of the claims reconciler stopped: the claims' primary key. */
+export interface ClaimPosition {
+  organization_id: string;
+  livemode: boolean;
+  gtin: string;
+}
+
 /** The store on the pool: reads, single-statement writes, and transactions. */
 export class PassportStore extends PassportReads {
   constructor(db: Kysely<PassportDB>) {
@@ -44,5 +51,39 @@ export class PassportStore extends PassportReads {
       returning c.gtin`.execute(q),
     );
     return rows.map((r) => r.gtin);
+  }
+
+  /**
+   * The reconciler's page (app/gtin-reconciler.ts): variant claims of every tenant older than `graceMs`, after
+   * `after` in the primary key's order. A job's scan across tenants, like the test-mode retention's.
+   */
+  async staleVariantClaims(
+    after: ClaimPosition | undefined,
+    graceMs: number,
+    limit: number,
+  ): Promise<(ClaimPosition & { owner_id: string })[]> {
+    const from = after ?? { organization_id: "", livemode: false, gtin: "" };
+    const { rows } = await sql<ClaimPosition & { owner_id: string }>`
+      select organization_id, livemode, gtin, owner_id from gtin_claim
+      where (organization_id, livemode, gtin) > (${from.organization_id}, ${from.livemode}, ${from.gtin})
+        and role = 'variant' and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      order by organization_id, livemode, gtin
+      limit ${limit}::int`.execute(this.db);
+    return rows;
+  }
+
+  /** Deletes these variant claims of the tenant if they are still older than `graceMs`; answers how many. */
+  async releaseOrphanClaims(
+    t: { organizationId: string; livemode: boolean },
+    claims: { gtin: string; owner_id: string }[],
+    graceMs: number,
+  ): Promise<number> {
+    const { rows } = await sql<{ gtin: string }>`
+      delete from gtin_claim c using unnest(${claims.map((r) => r.gtin)}::text[], ${claims.map((r) => r.owner_id)}::text[]) as r(gtin, owner_id)
+      where c.organization_id = ${t.organizationId} and c.livemode = ${t.livemode} and c.role = 'variant'
+        and c.gtin = r.gtin and c.owner_id = r.owner_id
+        and c.created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      returning c.gtin`.execute(this.db);
+    return rows.length;
   }
 }

@@ -1,14 +1,17 @@
 /** What the use cases of the service are given. */
 import { ApiError } from "@dpp/contract";
 import type { ClientOf, RequestContext, TenantContext } from "@dpp/kit";
-import { passportV1 } from "@dpp/proto";
+import { passportV1, type documentsV1 } from "@dpp/proto";
 import type { VariantsUnitsStore } from "../store/store";
 
 export type PassportClient = ClientOf<typeof passportV1.PassportService>;
+export type DocumentsClient = ClientOf<typeof documentsV1.DocumentsService>;
 
 export interface VariantsUnitsApp {
   store: VariantsUnitsStore;
   passport: PassportClient;
+  /** The documents service, where a reading that cites a document registers it (absent: none can be cited). */
+  documents?: DocumentsClient;
   reviewBaseUrl: string;
   removalBatch: number;
   /** Test fault injection: the removal batch (1-based) that fails; 0 for none. */

@@ -12,6 +12,7 @@ import {
 } from "../domain/units";
 import { LimitReached, type ReadingRow, type StatusChangeRow, type UnitRow } from "../store/store";
 import { notFound, readPassport, type PassportView, type VariantsUnitsApp } from "./deps";
+import { citeDocument } from "./reading-documents";
 
 export interface UnitView {
   row: UnitRow;
@@ -33,6 +34,7 @@ function checkBattery(p: PassportView): void {
 }
 
 const EDITABLE = ["draft", "published", "deactivated"];
+const INT_MAX = 2_147_483_647;
 
 function checkEditable(p: PassportView): void {
   if (!EDITABLE.includes(p.status))
@@ -94,7 +96,8 @@ export async function createUnits(
     ),
   );
   if (taken) throw taken;
-  const limit = ctx.plan?.unitLimit ?? Number.MAX_SAFE_INTEGER;
+  // No limit in the context (a caller without a plan): the tally's own bound, the largest int it holds.
+  const limit = Math.min(ctx.plan?.unitLimit ?? INT_MAX, INT_MAX);
   try {
     const rows = await app.store.insertUnits(ctx, t, p.id, units, limit);
     if (!ctx.idempotency) app.onCommitted();
@@ -186,6 +189,8 @@ export async function recordReading(
   passportId: string,
   unitId: string,
   bodyJson: string,
+  /** The call's work deadline (the cited document's registration gets the time left). */
+  deadline = Infinity,
 ): Promise<ReadingRow> {
   const t = requireTenant(ctx);
   let body: unknown;
@@ -201,17 +206,12 @@ export async function recordReading(
   checkEditable(p);
   const unit = await app.store.unitById(t, p.id, unitId);
   if (!unit) throw notFound("unit", unitId);
-  if (input.document_id !== null)
-    // No document is known to this service yet: the documents service answers which ones exist (decision 0051).
-    throw new ApiError(
-      "unit_reading_document_unavailable",
-      `No document ${input.document_id} can support a reading.`,
-      {
-        document_id: input.document_id,
-        issues: [{ source: { pointer: "/document_id" }, rule: "document_available" }],
-      },
-    );
-  const reading = await app.store.insertReading(ctx, t, unit, input);
+  // A cited document is registered with the documents service, which keeps it attached while the reading exists.
+  const id =
+    input.document_id === null
+      ? undefined
+      : await citeDocument(app, { ctx, deadline }, p.id, input.document_id);
+  const reading = await app.store.insertReading(ctx, t, unit, input, id);
   if (!ctx.idempotency) app.onCommitted();
   return reading;
 }

@@ -20,7 +20,7 @@ import {
   reviewOf,
   variantReview,
 } from "../app/variants";
-import type { VariantsUnitsApp } from "../app/deps";
+import { reviewUrl, type VariantsUnitsApp } from "../app/deps";
 import { isUnitStatus, normalizeUnitBatch, statusNotAllowed } from "../domain/units";
 import { normalizeRemovalGtins, normalizeVariantBatch } from "../domain/variants";
 import type { ReadingRow, StatusChangeRow, VariantRow } from "../store/store";
@@ -162,12 +162,19 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
 
     getPublishFacts: async (req, { ctx }) => {
       const t = requireTenant(ctx);
+      const passportId = idOf(req.passportId, "passport");
+      // Read from this service's own tables only: passport asks while it holds the passport's row lock.
       const [rows, units] = await Promise.all([
-        app.store.allVariants(t, req.passportId),
-        app.store.unitCount(t, req.passportId),
+        app.store.allVariants(t, passportId),
+        app.store.unitCount(t, passportId),
       ]);
       const r = reviewOf(rows);
-      return { variantFingerprint: r.fingerprint, agentWrittenCount: r.agentWrittenCount, unitCount: units };
+      return {
+        variantFingerprint: r.fingerprint,
+        agentWrittenCount: r.agentWrittenCount,
+        unitCount: units,
+        reviewUrl: reviewUrl(app, t, passportId),
+      };
     },
 
     findVariantOwners: async (req, { ctx }) => {
@@ -254,13 +261,14 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return { readings: p.rows.map(readingMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
     },
 
-    recordUnitReading: async (req, { ctx }) => {
+    recordUnitReading: async (req, { ctx, deadline }) => {
       const r = await recordReading(
         app,
         ctx,
         idOf(req.passportId, "passport"),
         idOf(req.unitId, "unit"),
         req.bodyJson,
+        deadline,
       );
       return { reading: readingMessage(r) };
     },

@@ -206,7 +206,7 @@ export class VariantsUnitsStore {
       .where("livemode", "=", t.livemode)
       .selectAll()
       .where("passport_id", "=", passportId)
-      .where("gtin", "in", gtins)
+      .where("gtin", "=", sql<string>`any(${[...gtins]}::text[])`)
       .execute();
   }
 
@@ -221,7 +221,27 @@ export class VariantsUnitsStore {
       .executeTakeFirst();
   }
 
-  /** The variant ids of the tenant among `ids` (the reconciler's question). */
+  /**
+   * The reconciler's page (app/reconcile.ts): variants of every tenant older than `graceMs`, after position
+   * `afterSeq` in insertion order. A job's scan across tenants.
+   */
+  async variantsForReconcile(afterSeq: number, graceMs: number, limit: number) {
+    const { rows } = await sql<{
+      id: string;
+      organization_id: string;
+      livemode: boolean;
+      passport_id: string;
+      gtin: string;
+      seq: number;
+    }>`
+      select id, organization_id, livemode, passport_id, gtin, seq::float8 as seq from variant
+      where seq > ${afterSeq}::bigint and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      order by seq
+      limit ${limit}::int`.execute(this.db);
+    return rows;
+  }
+
+  /** The variant ids of the tenant among `ids` (the passport service's reconciler's question). */
   async existingVariantIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
     if (!ids.length) return [];
     const rows = await this.db
@@ -252,7 +272,7 @@ export class VariantsUnitsStore {
         .where("organization_id", "=", t.organizationId)
         .where("livemode", "=", t.livemode)
         .where("passport_id", "=", passportId)
-        .where("id", "in", ids)
+        .where("id", "=", sql<string>`any(${[...ids]}::text[])`)
         .returningAll()
         .execute();
       if (!deleted.length) return deleted;
@@ -302,7 +322,7 @@ export class VariantsUnitsStore {
       .where("livemode", "=", t.livemode)
       .select("unit_serial")
       .where("passport_id", "=", passportId)
-      .where("unit_serial", "in", serials)
+      .where("unit_serial", "=", sql<string>`any(${[...serials]}::text[])`)
       .execute();
     return new Set(rows.map((r) => r.unit_serial));
   }
@@ -502,12 +522,14 @@ export class VariantsUnitsStore {
       note: string | null;
       document_id: string | null;
     },
+    /** The reading's id when it was chosen before (the reference a cited document's dependency was registered for). */
+    id: string = newId("rdg"),
   ): Promise<ReadingRow> {
     return transaction(this.db, ctx, async (trx) => {
       const row = await trx
         .insertInto("unit_reading")
         .values({
-          id: newId("rdg"),
+          id,
           organization_id: t.organizationId,
           livemode: t.livemode,
           passport_id: unit.passport_id,

@@ -4,6 +4,10 @@
  * TLS server name, and the certificate is verified for it), so a DNS answer that changes after the check
  * (rebinding) is never used. Redirects are not followed (a 3xx is a failure), the connection and the whole
  * exchange have short timeouts, and at most `maxResponseBytes` of the answer are read.
+ *
+ * A run of deliveries to one endpoint may pass a keep-alive `agent` of its own: its connection is kept only
+ * after an answer read to its end, and only to the address the next delivery's check allows again (the agent
+ * pools connections by the address connected to), so a run pays one connection, not one per event.
  */
 import http from "node:http";
 import https from "node:https";
@@ -58,12 +62,19 @@ export async function allowedAddress(
   return { address: addresses[0]! };
 }
 
+/** A keep-alive agent for one run of deliveries to one endpoint (destroy it when the run ends). */
+export function runAgent(url: URL): http.Agent {
+  const o = { keepAlive: true, maxSockets: 1, maxFreeSockets: 1 };
+  return url.protocol === "https:" ? new https.Agent(o) : new http.Agent(o);
+}
+
 export async function send(
   url: URL,
   livemode: boolean,
   headers: Record<string, string>,
   body: string,
   o: HttpOptions,
+  agent?: http.Agent,
 ): Promise<SendResult> {
   const started = performance.now();
   const done = (r: Omit<SendResult, "latencyMs">): SendResult => ({
@@ -77,12 +88,13 @@ export async function send(
   const payload = Buffer.from(body, "utf8");
   return new Promise<SendResult>((resolve) => {
     let settled = false;
-    const finish = (r: Omit<SendResult, "latencyMs">) => {
+    // `keep`: the answer was read to its end, so its connection may serve the run's next delivery.
+    const finish = (r: Omit<SendResult, "latencyMs">, keep = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(overall);
       clearTimeout(connect);
-      req.destroy();
+      if (!(keep && agent)) req.destroy();
       resolve(done(r));
     };
     const options: https.RequestOptions = {
@@ -98,7 +110,7 @@ export async function send(
         "content-length": String(payload.length),
         "user-agent": "dpp-webhooks/1",
       },
-      agent: false,
+      agent: agent ?? false,
       ...(secure ? { servername: isIP(host) ? undefined : host, ca: o.ca } : {}),
     };
     const req = (secure ? https : http).request(options, (res) => {
@@ -107,12 +119,12 @@ export async function send(
       res.on("data", (chunk: Buffer) => {
         read += chunk.length;
         // The answer's body is not used: read a little of it, then stop.
-        if (read >= o.maxResponseBytes) settle();
+        if (read >= o.maxResponseBytes) settle(false);
       });
-      res.on("end", settle);
-      res.on("error", settle);
-      function settle() {
-        if (status >= 200 && status < 300) finish({ ok: true, status });
+      res.on("end", () => settle(true));
+      res.on("error", () => settle(false));
+      function settle(keep: boolean) {
+        if (status >= 200 && status < 300) finish({ ok: true, status }, keep);
         else if (status >= 300 && status < 400) finish({ ok: false, status, error: "redirect" });
         else finish({ ok: false, status, error: `http_${status}` });
       }
@@ -120,7 +132,9 @@ export async function send(
     const connect = setTimeout(() => finish({ ok: false, error: "connect_timeout" }), o.connectTimeoutMs);
     const overall = setTimeout(() => finish({ ok: false, error: "timeout" }), o.timeoutMs);
     req.on("socket", (socket) => {
-      socket.once(secure ? "secureConnect" : "connect", () => clearTimeout(connect));
+      // A kept connection is connected already.
+      if (!socket.connecting) clearTimeout(connect);
+      else socket.once(secure ? "secureConnect" : "connect", () => clearTimeout(connect));
     });
     req.on("error", () => finish({ ok: false, error: "connection_failed" }));
     req.end(payload);

@@ -3,12 +3,15 @@
  * leases in Postgres (store.lease: FOR UPDATE SKIP LOCKED, a lease that ends on its own if its worker dies).
  * Each leased endpoint is delivered on its own, concurrently with the others: it reads the organization's feed
  * (events' ReadFeed) after the sequence it has delivered up to and sends the events one at a time, in feed order,
- * moving its position past each event the receiver accepted. A failure stops the endpoint's run and schedules its
- * retry (backoff with jitter); 410 Gone, or failing for too long, disables it with an event. So an endpoint that
- * is slow or down delays only itself: the next pass leases the other endpoints while its run goes on.
+ * moving its position past the events the receiver accepted (one statement per group of up to `flushEvery`
+ * accepted events or `flushMs`, whichever comes first, and always before a failure is recorded or the run ends).
+ * The run's deliveries share one kept connection (http.ts, runAgent). A failure stops the endpoint's run and
+ * schedules its retry (backoff with jitter); 410 Gone, or failing for too long, disables it with an event. So an
+ * endpoint that is slow or down delays only itself: the next pass leases the other endpoints while its run goes on.
  *
- * An event is delivered at least once: a worker killed after the receiver accepted an event and before its
- * position moved delivers it again, with the same webhook-id (the event's id), after its lease ended.
+ * An event is delivered at least once: a worker killed after the receiver accepted events and before its
+ * position moved past them delivers them again, in order and with the same webhook-ids (the events' ids), after
+ * its lease ended.
  */
 import { randomBytes } from "node:crypto";
 import type { ClientOf, Logger } from "@dpp/kit";
@@ -16,7 +19,8 @@ import type { eventsV1 } from "@dpp/proto";
 import { afterFailure, type RetryPolicy } from "../domain/retry";
 import { deliveryBody, signatureHeader } from "../domain/signature";
 import type { EndpointRow, NewAttempt, WebhooksStore } from "../store/store";
-import { send, type HttpOptions, type SendResult } from "./http";
+import type { Agent } from "node:http";
+import { runAgent, send, type HttpOptions, type SendResult } from "./http";
 
 export type EventsClient = ClientOf<typeof eventsV1.EventsService>;
 
@@ -28,6 +32,10 @@ export interface WorkerOptions {
   batch: number;
   /** An endpoint with nothing to deliver is looked at again after this long. */
   idleMs: number;
+  /** Accepted events whose position is moved in one statement, at most ... */
+  flushEvery?: number;
+  /** ... and at most this long after the first of them was accepted. */
+  flushMs?: number;
   retry: RetryPolicy;
   http: HttpOptions;
 }
@@ -45,6 +53,7 @@ export function deliver(
   webhookId: string,
   body: string,
   http: HttpOptions,
+  agent?: Agent,
 ): Promise<SendResult> {
   const timestamp = Math.floor(Date.now() / 1000);
   return send(
@@ -57,6 +66,7 @@ export function deliver(
     },
     body,
     http,
+    agent,
   );
 }
 
@@ -102,20 +112,43 @@ export class DeliveryWorker {
   }
 
   private async run(e: EndpointRow): Promise<void> {
+    const agent = runAgent(new URL(e.url));
+    try {
+      await this.deliverRun(e, agent);
+    } finally {
+      agent.destroy();
+    }
+  }
+
+  private async deliverRun(e: EndpointRow, agent: Agent): Promise<void> {
     const started = Date.now();
+    const flushEvery = this.o.flushEvery ?? 50;
+    const flushMs = this.o.flushMs ?? 50;
     const feed = await this.events.readFeed(
       { afterSequence: BigInt(e.delivered_sequence), types: e.types, limit: this.o.batch },
       { context: tenantContext(e) },
     );
+    // Accepted events whose position is not moved yet, and when the first of them was accepted.
+    let accepted: NewAttempt[] = [];
+    let firstAt = 0;
+    let lastAccepted = 0;
+    // An event accepted in this run ended the endpoint's failing streak (store.delivered resets it).
+    let streakEnded = false;
+    const flush = async (): Promise<boolean> => {
+      if (accepted.length === 0) return true;
+      const held = await this.store.delivered(this.owner, e, lastAccepted, accepted);
+      accepted = [];
+      return held;
+    };
     for (const entry of feed.entries) {
       // The lease must outlast the run: stop halfway through it and take the endpoint again.
       if (this.stopping || Date.now() - started > this.o.leaseMs / 2) {
-        await this.store.release(this.owner, e.id, 0);
+        if (await flush()) await this.store.release(this.owner, e.id, 0);
         return;
       }
       const event = JSON.parse(entry.eventJson) as { id: string; type: string };
       const sequence = Number(entry.sequence);
-      const res = await deliver(e, event.id, deliveryBody(entry.eventJson, entry.cursor), this.o.http);
+      const res = await deliver(e, event.id, deliveryBody(entry.eventJson, entry.cursor), this.o.http, agent);
       const attempt: NewAttempt = {
         endpoint_id: e.id,
         organization_id: e.organization_id,
@@ -133,13 +166,18 @@ export class DeliveryWorker {
         next_retry_at: null,
       };
       if (res.ok) {
-        if (!(await this.store.delivered(this.owner, e.id, sequence, attempt))) return;
+        if (accepted.length === 0) firstAt = Date.now();
+        accepted.push(attempt);
+        lastAccepted = sequence;
+        streakEnded = true;
+        if (accepted.length >= flushEvery || Date.now() - firstAt >= flushMs) if (!(await flush())) return;
         continue;
       }
+      if (!(await flush())) return;
       const outcome = afterFailure(this.o.retry, {
         status: res.status,
-        failingSince: e.failing_since,
-        failures: e.failed_attempts + 1,
+        failingSince: streakEnded ? null : e.failing_since,
+        failures: streakEnded ? 1 : e.failed_attempts + 1,
         now: new Date(),
       });
       if ("retryAt" in outcome) attempt.next_retry_at = outcome.retryAt;
@@ -150,6 +188,7 @@ export class DeliveryWorker {
       }
       return;
     }
+    if (!(await flush())) return;
     await this.store.release(this.owner, e.id, feed.hasMore ? 0 : this.o.idleMs);
   }
 }

@@ -237,20 +237,32 @@ export class WebhooksStore {
   }
 
   /**
-   * A feed event delivered: its attempt recorded and the endpoint's position moved past it, if this worker still
-   * holds the lease (false: it does not, and must stop).
+   * Feed events delivered (in feed order, the last one `sequence`): their attempts recorded and the endpoint's
+   * position moved past them, in one statement, if this worker still holds the lease (false: it does not, and
+   * must stop).
    */
-  async delivered(owner: string, endpointId: string, sequence: number, a: NewAttempt): Promise<boolean> {
+  async delivered(
+    owner: string,
+    e: { id: string; organization_id: string; livemode: boolean },
+    sequence: number,
+    attempts: NewAttempt[],
+  ): Promise<boolean> {
+    const values = sql.join(
+      attempts.map(
+        (a) => sql`(${newId("whatt")}, ${a.endpoint_id}, ${a.organization_id}, ${a.livemode}, ${a.webhook_id},
+          ${a.event_id}, ${a.event_type}, ${a.sequence}, ${a.next_cursor}, ${a.kind}, ${a.status},
+          ${a.response_status}, ${a.error}, ${a.latency_ms}, ${a.next_retry_at})`,
+      ),
+    );
     const { rows } = await sql<{ id: string }>`
       with a as (
         insert into attempt (id, endpoint_id, organization_id, livemode, webhook_id, event_id, event_type, sequence,
           next_cursor, kind, status, response_status, error, latency_ms, next_retry_at)
-        values (${newId("whatt")}, ${a.endpoint_id}, ${a.organization_id}, ${a.livemode}, ${a.webhook_id},
-          ${a.event_id}, ${a.event_type}, ${a.sequence}, ${a.next_cursor}, ${a.kind}, ${a.status},
-          ${a.response_status}, ${a.error}, ${a.latency_ms}, ${a.next_retry_at}))
+        values ${values})
       update endpoint set delivered_sequence = greatest(delivered_sequence, ${sequence}),
         failed_attempts = 0, failing_since = null
-      where id = ${endpointId} and lease_owner = ${owner}
+      where id = ${e.id} and organization_id = ${e.organization_id} and livemode = ${e.livemode}
+        and lease_owner = ${owner}
       returning id`.execute(this.db);
     return rows.length > 0;
   }

@@ -3,6 +3,8 @@
  * delivery worker's order, retries, disabling, and the address checks at creation and at delivery.
  */
 import { createHmac } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { eventually, keyedContext, newTenant, tenantContext } from "@dpp/kit/testing";
 import { resolverOverride } from "../../src/service";
 import { startHarness, startReceiver, type Harness } from "../harness";
@@ -149,7 +151,11 @@ it("delivers the feed in order, signed, with the cursor after each event, and bo
       expect(verify(rotated.secret, m.headers, m.body)).toBe(true);
       expect(verify(created.secret, m.headers, m.body)).toBe(true);
     }
-    const backlog = await h.client.getBacklog({ id: created.endpoint!.id }, { context: tenantContext(t) });
+    // The position moves once per group of accepted events (at most 50 ms after the receiver's answer).
+    const backlog = await eventually(async () => {
+      const b = await h.client.getBacklog({ id: created.endpoint!.id }, { context: tenantContext(t) });
+      return Number(b.pendingEvents) === 0 ? b : undefined;
+    });
     expect(Number(backlog.pendingEvents)).toBe(0);
   } finally {
     await r.close();
@@ -243,5 +249,42 @@ it("checks the address again at delivery: a name that now resolves to loopback i
   } finally {
     resolverOverride.resolve = undefined;
     await r.close();
+  }
+});
+
+it("a receiver that never answers delays only its own endpoint: another organization's deliveries go on", async () => {
+  const stuckTenant = newTenant();
+  const fastTenant = newTenant();
+  // Takes every request and never answers (until closed): each delivery to it waits out its timeout.
+  const held: http.ServerResponse[] = [];
+  const stuck = http.createServer((req, res) => {
+    req.resume();
+    held.push(res);
+  });
+  await new Promise<void>((r) => stuck.listen(0, "127.0.0.1", r));
+  const fast = await startReceiver();
+  try {
+    await h.client.createEndpoint(
+      { url: `http://127.0.0.1:${(stuck.address() as AddressInfo).port}/hook`, types: ["passport.created"] },
+      { context: tenantContext(stuckTenant) },
+    );
+    await h.client.createEndpoint(
+      { url: fast.url, types: ["passport.created"] },
+      { context: tenantContext(fastTenant) },
+    );
+    await h.publish(stuckTenant, 3);
+    // The stuck endpoint's first delivery is under way (and will wait out the timeout).
+    await eventually(async () => (held.length >= 1 ? true : undefined));
+    const started = Date.now();
+    const sent = await h.publish(fastTenant, 3);
+    await eventually(async () => (fast.received.length >= 3 ? true : undefined));
+    expect(fast.received.map((m) => JSON.parse(m.body).id)).toEqual(sent.map((e) => e.id));
+    // Well within the stuck delivery's timeout (10 s): nothing waited for it.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(held).toHaveLength(1);
+  } finally {
+    for (const res of held) res.destroy();
+    await new Promise<void>((r) => stuck.close(() => r()));
+    await fast.close();
   }
 });

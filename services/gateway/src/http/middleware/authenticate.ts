@@ -44,6 +44,20 @@ export function authenticate(
   limiter: RateLimiter | undefined,
 ): Step | undefined {
   if (spec.auth === "none") return undefined;
+  if (spec.auth === "authority")
+    return (req, _res, l) => {
+      const values = headerFacts(req, l).authorization;
+      if (values !== undefined && values.length > 1) throw sentTwice();
+      return auth.authorityOf(values?.[0]).then(
+        (t) => void (l.authority = t),
+        (err: unknown) => {
+          if (!limiter || !(err instanceof ApiError) || !AUTHENTICATION_FAILURES.has(err.code)) throw err;
+          return limiter.countFailure("auth_failures", clientAddress(req)).then((over) => {
+            throw over ?? err;
+          });
+        },
+      );
+    };
   const optional = spec.auth === "optional";
   return (req, _res, l) => {
     const values = headerFacts(req, l).authorization;
@@ -74,6 +88,11 @@ export function authenticate(
 
 /** The organization in the path (own or granted) and the route's scope; no step for a route without one. */
 export function authorize(spec: RouteSpec, auth: Authenticator): Step | undefined {
+  if (spec.auth === "authority")
+    return (req, _res, l) => {
+      if (l.authority)
+        auth.authorityAccess(l.authority, (req.params as Record<string, string>).organization!);
+    };
   if (spec.auth !== "organization" && spec.auth !== "grantor") return undefined;
   const { scope } = spec;
   if (spec.auth === "organization")

@@ -6,12 +6,14 @@ import type { Response } from "express";
 import { randomHex } from "@dpp/contract";
 import type { IdempotencyContext, RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../../modules/identity/authenticator";
-import type { KeyRecord } from "../../modules/identity/identity.repository";
+import type { AuthorityTokenRecord, KeyRecord } from "../../modules/identity/identity.repository";
 import type { Conditional } from "../route";
 
 export interface Locals {
   requestId: string;
   key?: KeyRecord;
+  /** The authority token of an `authority` route (never set with `key`). */
+  authority?: AuthorityTokenRecord;
   access?: OrganizationAccess;
   /** Syntax-checked Idempotency-Key of an idempotent route. */
   idempotencyKey?: string;
@@ -36,6 +38,7 @@ export interface HeaderFacts {
 /** Locals with every field present from the start, so that every request's object has the same shape. */
 export class RequestLocals implements Locals {
   key?: KeyRecord = undefined;
+  authority?: AuthorityTokenRecord = undefined;
   access?: OrganizationAccess = undefined;
   idempotencyKey?: string = undefined;
   idempotency?: IdempotencyContext = undefined;
@@ -69,6 +72,13 @@ export function contextOf(res: Response): RequestContext {
     ctx.keyId = l.key.id;
     ctx.credentialKind = l.key.kind;
     ctx.livemode = l.key.livemode;
+  }
+  if (l.authority) {
+    // An authority reads as itself: its token's id, its kind, the one organization and mode it is bound to.
+    ctx.keyId = l.authority.id;
+    ctx.credentialKind = "authority";
+    ctx.livemode = l.authority.livemode;
+    ctx.organizationId = l.authority.organization_id;
   }
   if (l.access) {
     ctx.organizationId = l.access.organization.id;

@@ -38,7 +38,7 @@ export function requestLog(log: Logger): (this: Response) => void {
         path: req.path,
         status,
         ms: Math.round((performance.now() - l.started) * 10) / 10,
-        key_id: l.key?.id,
+        key_id: l.key?.id ?? l.authority?.id,
       },
       "request",
     );

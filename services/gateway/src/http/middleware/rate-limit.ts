@@ -16,10 +16,13 @@ export function clientAddress(req: Request): string {
 export function rateLimit(limiter: RateLimiter | undefined): Step | undefined {
   if (!limiter) return undefined;
   return (req, res, l) =>
-    (l.key ? limiter.consume("key", l.key.id) : limiter.consume("anonymous", clientAddress(req))).then(
-      (decision) => {
-        const { headers } = decision;
-        for (const name in headers) res.setHeader(name, headers[name]!);
-      },
-    );
+    (l.key
+      ? limiter.consume("key", l.key.id)
+      : l.authority
+        ? limiter.consume("key", l.authority.id)
+        : limiter.consume("anonymous", clientAddress(req))
+    ).then((decision) => {
+      const { headers } = decision;
+      for (const name in headers) res.setHeader(name, headers[name]!);
+    });
 }

@@ -6,6 +6,7 @@ import { ApiError, newId, PLAN_IDS, SUBSCRIPTION_STATUSES } from "@dpp/contract"
 import type { IdentityRepository, KeyRecord, OrganizationRecord } from "./identity.repository";
 import { Grants } from "./grants";
 import { generateKeyText, isScope, parseKeyText, SCOPES } from "./keys";
+import { issueAuthorityToken, revokeAuthorityToken } from "./authority";
 
 export interface CreatedKey {
   /** Shown once; never stored. */
@@ -217,6 +218,12 @@ export class Admin {
       throw new ApiError("validation_failed", `Unknown delegation status ${status}.`, {
         allowed: [...allowed],
       });
+    if (status === "active" && !portalBrandId)
+      throw new ApiError(
+        "validation_failed",
+        "An active delegation names the brand on the affichage portal: give its portal brand id.",
+        { status, portal_brand_id: null },
+      );
     const org = await this.repo.setAffichageDelegation(
       organizationId,
       status as (typeof allowed)[number],
@@ -228,6 +235,19 @@ export class Admin {
       created_at: org.created_at.toISOString(),
       affichage_delegated_at: org.affichage_delegated_at?.toISOString() ?? null,
     };
+  }
+
+  /**
+   * An authority token for an inspector (docs/decisions/0058): bound to the organization and mode, read only on
+   * its authority-tier files, until `expiresAt` (at most 90 days away). Its text is in the answer, once.
+   */
+  issueAuthorityToken(o: { organizationId: string; livemode: boolean; name: string; expiresAt: Date }) {
+    return issueAuthorityToken(this.repo, o);
+  }
+
+  /** Revokes an authority token: refused from the next request on. */
+  revokeAuthorityToken(id: string) {
+    return revokeAuthorityToken(this.repo, id);
   }
 
   /** Operator override: sets a grant without the API's rules (repair, fixtures). Prefer grantChecked. */

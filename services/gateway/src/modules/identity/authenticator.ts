@@ -3,6 +3,8 @@ import { type PlanContext } from "@dpp/kit";
 import type { IdentityRepository, KeyRecord, LinkRecord, OrganizationRecord } from "./identity.repository";
 import { digestsEqual, parseKeyText, scopeAllows, type ParsedKey, type Scope } from "./keys";
 import { grantKey, type CachedOrganization, type IdentityCache } from "./identity-cache";
+import { AUTHORITY_TOKEN_PREFIX, authorityOf } from "./authority";
+import type { AuthorityTokenRecord } from "./identity.repository";
 
 export interface OrganizationAccess {
   organization: OrganizationRecord;
@@ -85,13 +87,31 @@ export class Authenticator {
       cache && ((digest) => (cached = cache.keys.get(digest)) !== undefined),
     );
     if (!parsed)
-      throw new ApiError("invalid_key", "The API key is not a valid key: check that it was copied whole.", {
-        reason: "format",
-      });
+      throw new ApiError(
+        "invalid_key",
+        m[1]!.startsWith(AUTHORITY_TOKEN_PREFIX)
+          ? "An authority token reads only authority-tier files, through GET /v1/authority/organizations/{organization}/documents/{id}/download; every other operation takes an API key."
+          : "The API key is not a valid key: check that it was copied whole.",
+        { reason: "format" },
+      );
     if (cached) return this.usable(cached, parsed);
     // A key text refused as unknown a moment ago is refused again without a lookup.
     if (cache?.unknownKeys.get(parsed.digest)) return this.usable(undefined, parsed);
     return this.keyByDigest(parsed.digest).then((key) => this.usable(key, parsed));
+  }
+
+  /** The authority token of an Authorization header (routes whose auth mode is `authority`); a refusal is thrown. */
+  authorityOf(authorization: string | undefined): Promise<AuthorityTokenRecord> {
+    return authorityOf(this.repo, authorization, this.now);
+  }
+
+  /**
+   * The organization in the path of an `authority` route: the token's own, else the same 404 as for an
+   * organization a key does not reach.
+   */
+  authorityAccess(token: AuthorityTokenRecord, organizationId: string): void {
+    checkOrganizationParam(organizationId);
+    if (organizationId !== token.organization_id) throw notFound(organizationId);
   }
 
   /** The key found for a key text, if it may be used now. */

@@ -25,6 +25,8 @@ export interface CapabilityInputs {
   publishedCount: number;
   /** Documents in the organization's library in this mode (documents service GetUsage). */
   documentsUsed: number;
+  /** Units of the organization's battery passports in this mode (variants-units service GetUnitUsage). */
+  unitsUsed: number;
   /** Whether the organization holds a usable live key (it asked for live access). */
   hasLiveKey: boolean;
   /**
@@ -138,6 +140,8 @@ export function computeCapabilities(i: CapabilityInputs): Capability[] {
         subscription_status: org.subscription_status,
         publish_limit: limits.publishLimit,
         published_count: i.publishedCount,
+        unit_limit: limits.unitLimit,
+        units_used: i.unitsUsed,
         per_passport_check: `/v1/organizations/${org.id}/passports/{id}/validate`,
       },
     });
@@ -167,6 +171,17 @@ export function computeCapabilities(i: CapabilityInputs): Capability[] {
         type: "invalid",
         remediating_actions: [
           { code: "request_delegation", message: "Request the delegation on the affichage portal." },
+        ],
+      });
+    else if (delegation === "active" && !org.affichage_portal_brand_id)
+      // Filing names the brand to the portal: without its portal brand id the delegation cannot be used.
+      problems.push({
+        code: "delegation_required",
+        message:
+          "The delegation is recorded without the brand's id on the affichage portal; filing cannot name it.",
+        type: "invalid",
+        remediating_actions: [
+          { code: "request_delegation", message: "Record the delegation with the brand's portal id." },
         ],
       });
     else if (delegation === "pending")

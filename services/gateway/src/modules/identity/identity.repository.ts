@@ -3,6 +3,7 @@ import { domainEvent } from "@dpp/contract";
 import { writeOutbox } from "@dpp/kit";
 import type {
   ApiKeyTable,
+  AuthorityTokenTable,
   GatewayDB,
   GrantTable,
   ManagedLinkTable,
@@ -14,6 +15,7 @@ export type KeyRecord = Selectable<ApiKeyTable>;
 export type OrganizationRecord = Selectable<OrganizationTable>;
 export type LinkRecord = Selectable<ManagedLinkTable>;
 export type GrantRecord = Selectable<GrantTable>;
+export type AuthorityTokenRecord = Selectable<AuthorityTokenTable>;
 
 /**
  * Channel on which the gateway schema's triggers announce every change of an organization, a key, a grant or a
@@ -87,6 +89,29 @@ export class IdentityRepository {
 
   async findKeyByDigest(digest: string): Promise<KeyRecord | undefined> {
     return this.db.selectFrom("api_key").selectAll().where("secret_digest", "=", digest).executeTakeFirst();
+  }
+
+  /** An authority token by the digest of its text (docs/decisions/0058); read on every use, never cached. */
+  async findAuthorityTokenByDigest(digest: string): Promise<AuthorityTokenRecord | undefined> {
+    return this.db
+      .selectFrom("authority_token")
+      .selectAll()
+      .where("secret_digest", "=", digest)
+      .executeTakeFirst();
+  }
+
+  async insertAuthorityToken(t: Omit<AuthorityTokenRecord, "created_at" | "revoked_at">) {
+    return this.db.insertInto("authority_token").values(t).returningAll().executeTakeFirstOrThrow();
+  }
+
+  /** Revokes an authority token (kept, with revoked_at); undefined when there is none with this id. */
+  async revokeAuthorityToken(id: string): Promise<AuthorityTokenRecord | undefined> {
+    return this.db
+      .updateTable("authority_token")
+      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
   }
 
   async findKey(id: string): Promise<KeyRecord | undefined> {

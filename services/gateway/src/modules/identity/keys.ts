@@ -42,7 +42,7 @@ export function scopeAllows(held: readonly string[], needed: Scope): boolean {
   return action === "read" && held.includes(`${resource}:write`);
 }
 
-function base62(bytes: Buffer, length: number): string {
+export function base62(bytes: Buffer, length: number): string {
   let n = BigInt(`0x${bytes.toString("hex")}`);
   let out = "";
   for (let i = 0; i < length; i++) {
@@ -52,7 +52,7 @@ function base62(bytes: Buffer, length: number): string {
   return out;
 }
 
-function checksum(prefixAndBody: string): string {
+export function checksum(prefixAndBody: string): string {
   return base62(createHash("sha256").update(prefixAndBody).digest().subarray(0, 8), CHECKSUM_LENGTH);
 }
 

@@ -8,7 +8,7 @@ import { list } from "../../http/json";
 import { KiB, type GatewayModule } from "../../http/route";
 import type { ModuleFactory } from "../deps";
 import type { ClientOf } from "@dpp/kit";
-import type { documentsV1, filingsV1 } from "@dpp/proto";
+import type { documentsV1, filingsV1, variantsUnitsV1 } from "@dpp/proto";
 import type { PassportClient } from "../passport/module";
 import type { GrantTargetAccess, OrganizationAccess } from "./authenticator";
 import { computeCapabilities } from "./capabilities";
@@ -24,8 +24,10 @@ export function identityModule(deps: {
   filings?: Pick<ClientOf<typeof filingsV1.FilingsService>, "getFilingSettings">;
   /** The library's size for document_upload's documents_used (absent: no documents service, 0). */
   documents?: Pick<ClientOf<typeof documentsV1.DocumentsService>, "getUsage">;
+  /** The units of the tenant's battery passports for passport_publishing's units_used (absent: 0). */
+  variantsUnits?: Pick<ClientOf<typeof variantsUnitsV1.VariantsUnitsService>, "getUnitUsage">;
 }): GatewayModule {
-  const { repo, passport, filings, documents } = deps;
+  const { repo, passport, filings, documents, variantsUnits } = deps;
   const grants = new Grants(repo);
   return {
     name: "identity",
@@ -87,9 +89,10 @@ export function identityModule(deps: {
         successStatus: 200,
         handler: async ({ ctx, key, access }) => {
           const organization = access!.organization;
-          const [usage, documentsUsed, hasLiveKey, affichage] = await Promise.all([
+          const [usage, documentsUsed, unitsUsed, hasLiveKey, affichage] = await Promise.all([
             passport.getUsage({}, { context: ctx }),
             documents ? documents.getUsage({}, { context: ctx }).then((u) => u.documentsUsed) : 0,
+            variantsUnits ? variantsUnits.getUnitUsage({}, { context: ctx }).then((u) => u.unitCount) : 0,
             repo.hasUsableKey(organization.id, true),
             // Filing settings: a filings service that does not answer (or is absent) means filing does not
             // work now.
@@ -107,6 +110,7 @@ export function identityModule(deps: {
             livemode: key!.livemode,
             publishedCount: usage.publishedCount,
             documentsUsed,
+            unitsUsed,
             hasLiveKey,
             affichage: affichage ?? { portalConfigured: false, attested: false },
           });
@@ -130,4 +134,5 @@ export const fromDeps: ModuleFactory = (deps) =>
     passport: deps.passport,
     filings: deps.filings,
     documents: deps.documents,
+    variantsUnits: deps.variantsUnits,
   });

@@ -165,14 +165,34 @@ export function categoryJson(c: passportV1.Category) {
   };
 }
 
+/**
+ * The fields of a category schema that can carry an attached file, each naming its `document_id_key`: the companion
+ * `data` key that holds the id of a document attached to the passport (spec: Passport, `data`). Read from the
+ * schema's `x-document-id-key` annotations, so the two cannot differ.
+ */
+export function documentFields(jsonSchema: unknown) {
+  const properties = (jsonSchema as { properties?: Record<string, Record<string, unknown>> } | null)
+    ?.properties;
+  return Object.entries(properties ?? {})
+    .filter(([, f]) => typeof f["x-document-id-key"] === "string")
+    .map(([field, f]) => ({
+      field,
+      document_id_key: f["x-document-id-key"] as string,
+      required_for_publish: f["x-required-for-publish"] === true,
+      access_tier: (f["x-access-tier"] as string | undefined) ?? "public",
+    }));
+}
+
 export function categorySchemaJson(c: passportV1.Category, schemaJson: string) {
+  const jsonSchema = parseJson(schemaJson);
   return {
     object: "category_schema" as const,
     id: c.id,
     name: `categories/${c.id}/schema`,
     category: c.id,
     schema_version: c.schemaVersion,
-    json_schema: parseJson(schemaJson),
+    document_fields: documentFields(jsonSchema),
+    json_schema: jsonSchema,
   };
 }
 
