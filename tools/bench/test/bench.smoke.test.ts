@@ -63,6 +63,8 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
       "20",
       "--lag-seconds",
       "1",
+      "--webhook-rates",
+      "20",
     ],
     { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -88,5 +90,10 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
   // The public surface beside its reference: the resolver's ratio and the page's p99 at a fixed rate.
   expect(stdout).toMatch(/^resolver 307: full\/ref throughput \d+\.\d\d \(target: at least 0\.70/m);
   expect(stdout).toMatch(/^public page at 200 req\/s: ref p99 [\d.]+ ms, full p99 [\d.]+ ms/m);
-  expect(stdout).toMatch(/^feed lag\s+target\/s\s+achieved\/s\s+created\s+seen\s+p50 ms\s+p99 ms\s+max ms$/m);
+  expect(stdout).toMatch(
+    /^lag\s+target\/s\s+achieved\/s\s+created\s+seen\s+p50 ms\s+p99 ms\s+max ms\s+repeated$/m,
+  );
+  // The feed's lag and the webhook delivery lag, each with every create seen.
+  expect(stdout).toMatch(/^feed\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+$/m);
+  expect(stdout).toMatch(/^webhook delivery\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+\s+\d+$/m);
 }, 150000);
