@@ -7,5 +7,6 @@ export * as eventsV1 from "./gen/dpp/events/v1/events_service_pb";
 export * as filingsV1 from "./gen/dpp/filings/v1/filings_service_pb";
 export * as importsV1 from "./gen/dpp/imports/v1/imports_service_pb";
 export * as passportV1 from "./gen/dpp/passport/v1/passport_service_pb";
+export * as publicSurfaceV1 from "./gen/dpp/public_surface/v1/public_surface_service_pb";
 export * as variantsUnitsV1 from "./gen/dpp/variants_units/v1/variants_units_service_pb";
 export * as webhooksV1 from "./gen/dpp/webhooks/v1/webhooks_service_pb";

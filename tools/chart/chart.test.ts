@@ -330,12 +330,44 @@ describe("internal authentication and network policies", () => {
   const template = (file: string) => fs.readFileSync(path.join(chartDir, "templates", file), "utf8");
   const helpers = template("_helpers.tpl");
 
-  test("every gRPC component is called by the gateway, and the gateway by nobody", () => {
+  test("every gRPC component the gateway fronts is called by the gateway, and the gateway by nobody", () => {
+    const fronted = new Set<string>(
+      loadRegistry()
+        .filter((s) => s.gatewayModule !== null)
+        .map((s) => s.name),
+    );
     for (const [name, c] of Object.entries(components)) {
-      if (c.kind === "grpc") expect([name, c.callers]).toEqual([name, expect.arrayContaining(["gateway"])]);
+      if (c.kind === "grpc" && fronted.has(name))
+        expect([name, c.callers]).toEqual([name, expect.arrayContaining(["gateway"])]);
     }
+    // The public surface answers the public on its httpPort; its gRPC port only takes the admin CLI.
+    expect(components["public-surface"].callers).toEqual(["admin"]);
     expect(components.gateway.callers).toEqual([]);
     expect(components.passport.callers).toContain("admin");
+  });
+
+  test("the public surface's httpPort is its listener's port, a Service port, open in its policy and behind publicIngress", () => {
+    const ps = components["public-surface"];
+    expect(ps.httpPort).toEqual(expect.any(Number));
+    expect(ps.env.PUBLIC_SURFACE_HTTP_PORT).toBe(String(ps.httpPort));
+    expect(ps.env.PUBLIC_SURFACE_HTTP_HOST).toBe("0.0.0.0");
+    expect(template("deployment.yaml")).toMatch(
+      /with \$c\.httpPort \}\}\s+- name: http\s+containerPort: \{\{ \. \}\}/,
+    );
+    expect(template("service.yaml")).toMatch(
+      /with \$c\.httpPort \}\}\s+- name: http\s+port: \{\{ \. \}\}\s+targetPort: http/,
+    );
+    expect(template("networkpolicy.yaml")).toMatch(
+      /with \$c\.httpPort \}\}\s+- ports:\s+- port: \{\{ \. \}\}/,
+    );
+    const ingress = template("ingress-public.yaml");
+    expect(ingress).toContain('"public-surface"');
+    expect(ingress).toMatch(/port:\s+name: http/);
+    expect(values.publicIngress.hosts.map((h: { host: string }) => h.host)).toEqual([
+      "passports.example.com",
+      "id.example.com",
+    ]);
+    expect(template("configmap.yaml")).toContain("RESOLVER_BASE_URL: {{ . | quote }}");
   });
 
   test("every caller named by a component is a component or has a place for its public keys", () => {
@@ -386,8 +418,12 @@ describe("internal authentication and network policies", () => {
     expect(np).toContain('(dict "podSelector" (dict "matchLabels" $labels))');
     expect(np).toContain("concat $peers ($.Values.networkPolicy.extraFrom | default list)");
     expect(np).toMatch(/ports:\n\s+- port: \{\{ \$c\.port \}\}\n\s+protocol: TCP/);
-    // An ingress rule without `from` would admit every source: with no peer the policy admits none.
-    expect(np).toMatch(/\{\{- if \$peers \}\}\n {2}ingress:\n {4}- from:/);
+    // An ingress rule without `from` would admit every source: the callers' rule always has one, and with no
+    // peer (and no public httpPort) the policy admits none. Only a public httpPort is open to everyone.
+    expect(np).toMatch(
+      /\{\{- if or \$peers \$c\.httpPort \}\}\n {2}ingress:\n {4}\{\{- if \$peers \}\}\n {4}- from:/,
+    );
+    expect(np).toMatch(/\{\{- with \$c\.httpPort \}\}\n {4}- ports:\n {8}- port: \{\{ \. \}\}/);
     expect(np).toMatch(/\{\{- else \}\}\n {2}ingress: \[\]/);
   });
 });

@@ -9,4 +9,5 @@ export const SERVICE_NAMES = [
   "documents",
   "webhooks",
   "variants-units",
+  "public-surface",
 ] as const;

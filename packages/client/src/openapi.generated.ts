@@ -517,7 +517,9 @@ export interface paths {
      * Get a passport's public links
      * @description - `public_url`: the hosted public page, `<public host>/p/<id>`.
      *     - `gs1_digital_link.uri`: `https://<resolver host>/01/<gtin14>` plus
-     *       `/21/<serial>` (percent-encoded) when the passport has a serial number;
+     *       `/21/<serial>` (percent-encoded) when the passport has a serial number that AI 21
+     *       can carry (1 to 20 characters of GS1's character set 82; otherwise the link stays
+     *       at GTIN level, which resolves to the same passport);
      *       `linkset_url` is `<uri>?linkType=linkset` (GS1-Conformant Resolver). Without a
      *       GTIN every member is null and `unavailable_reason` is `gtin_missing`; a GTIN
      *       that is a GS1 restricted circulation number (GTIN-13 prefixes 02, 04, 2:
@@ -527,8 +529,14 @@ export interface paths {
      *     - `resolves_publicly`: true for a live passport in `published` or `readonly`.
      *       Otherwise `not_resolvable_reason` is `test_mode` (any test passport) or
      *       `not_published` (draft, deactivated, trashed), and `preview_url`
-     *       (`<public_url>/preview`, for signed-in people of the organization) shows the
-     *       page as it would be; null for a trashed passport and when it resolves.
+     *       (`<public_url>/preview?token=<signed token>`) shows the page as it would be, its
+     *       public tier only, to whoever holds the link: the token is signed for this passport,
+     *       organization and mode and ends within two hours (read the links again for a fresh
+     *       one); null for a trashed passport and when it resolves.
+     *     - The public surface that answers these addresses (pages, QR codes at
+     *       `<public_url>/qr.svg` and `/qr.png?size=`, the GS1 resolver with its linksets and
+     *       `/.well-known/gs1resolver`) takes no key and is not part of this API: see
+     *       docs/decisions/0059-public-surface.md.
      */
     get: operations["getPassportLinks"];
     put?: never;

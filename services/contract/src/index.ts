@@ -10,3 +10,4 @@ export * from "./catalogue/entry";
 export * from "./plans";
 export * from "./ids";
 export * from "./gtin";
+export * from "./preview-token";

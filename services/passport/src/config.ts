@@ -22,6 +22,11 @@ export const passportEnv = {
   PUBLIC_BASE_URL: baseUrl("https://passports.dpp.example"),
   /** Host of the GS1 Digital Link resolver: <RESOLVER_BASE_URL>/01/<gtin14>[/21/<serial>]. */
   RESOLVER_BASE_URL: baseUrl("https://id.dpp.example"),
+  /**
+   * Signs the token of preview_url (HMAC-SHA256), the same value as the public surface's; empty: preview_url has
+   * no token and the public surface answers it 403 (docs/decisions/0059-public-surface.md).
+   */
+  PREVIEW_SIGNING_SECRET: z.string().default(""),
   /** Where a person reviews a connector's publish request: <REVIEW_BASE_URL>/organizations/<org>/publish-approvals/<id>. */
   REVIEW_BASE_URL: baseUrl("https://app.dpp.example"),
   /** Base of warning documentation links (doc_url = <DOCS_BASE_URL>#<code>), as the gateway's for errors. */

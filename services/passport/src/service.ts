@@ -53,7 +53,11 @@ export function passportService(options: PassportServiceOptions = {}) {
       const useCases = passportUseCases({
         store,
         db: rt.db,
-        hosts: { publicBaseUrl: config.PUBLIC_BASE_URL, resolverBaseUrl: config.RESOLVER_BASE_URL },
+        hosts: {
+          publicBaseUrl: config.PUBLIC_BASE_URL,
+          resolverBaseUrl: config.RESOLVER_BASE_URL,
+          previewSecret: config.PREVIEW_SIGNING_SECRET,
+        },
         reviewBaseUrl: config.REVIEW_BASE_URL,
         docsBaseUrl: config.DOCS_BASE_URL,
         checks: options.prePublishChecks ?? defaultPrePublishChecks(documents, variantsUnits),

@@ -2,7 +2,17 @@
  * The measured cases: what one request of each is, the same for the full system and the reference (same paths,
  * headers and bodies; only the base URL and the ids differ).
  */
-export const CASES = ["get", "list", "feed", "create", "create_idem", "patch", "publish"] as const;
+export const CASES = [
+  "get",
+  "list",
+  "feed",
+  "create",
+  "create_idem",
+  "patch",
+  "publish",
+  "resolve",
+  "page",
+] as const;
 export type CaseName = (typeof CASES)[number];
 
 export const CASE_TITLES: Record<CaseName, string> = {
@@ -13,13 +23,23 @@ export const CASE_TITLES: Record<CaseName, string> = {
   create_idem: "create with an Idempotency-Key",
   patch: "PATCH data (merge patch)",
   publish: "publish a draft",
+  resolve: "scan: GS1 Digital Link /01/{gtin} → 307 (public surface)",
+  page: "public passport page /p/{id}, HTML (public surface)",
 };
+
+/** The cases of the public surface: no key, sent to Target.publicBaseUrl. */
+export const PUBLIC_CASES: ReadonlySet<CaseName> = new Set(["resolve", "page"]);
+
+/** The headers of a phone's browser asking for a page (both public cases send them). */
+export const BROWSER_HEADERS = { accept: "text/html", "accept-language": "en" };
 
 export interface Target {
   /** e.g. http://127.0.0.1:8080/v1 */
   baseUrl: string;
   organization: string;
   key: string;
+  /** Where the public surface answers (PUBLIC_BASE_URL and RESOLVER_BASE_URL are one listener here). */
+  publicBaseUrl?: string;
 }
 
 export interface HttpRequest {
@@ -81,6 +101,9 @@ export interface CaseInput {
   /** Drafts to publish, consumed one per request (shared by the connections). */
   drafts: string[];
   tag: string;
+  /** Published live passports (the public cases): their ids and GTIN-14s, the same paths on both sides. */
+  publicIds?: string[];
+  publicGtins?: string[];
 }
 
 /** The next request of a connection, or undefined when the case has nothing left to do (no draft left). */
@@ -133,6 +156,19 @@ export function nextRequest(
         body: JSON.stringify({ data: { product_description: `Patched by the benchmark, request ${n}.` } }),
         expect: 200,
       };
+    case "resolve": {
+      const gtins = input.publicGtins!;
+      return { method: "GET", path: `/01/${gtins[n % gtins.length]}`, headers: BROWSER_HEADERS, expect: 307 };
+    }
+    case "page": {
+      const ids = input.publicIds!;
+      return {
+        method: "GET",
+        path: `/p/${encodeURIComponent(ids[n % ids.length]!)}`,
+        headers: BROWSER_HEADERS,
+        expect: 200,
+      };
+    }
     case "publish": {
       const id = input.drafts.pop();
       if (id === undefined) return undefined;

@@ -5,6 +5,7 @@
  */
 import http from "node:http";
 import {
+  PUBLIC_CASES,
   FOLLOWS_CURSOR,
   listEnd,
   nextRequest,
@@ -35,7 +36,8 @@ export type LoadCommand =
       drainSeconds: number;
       /** "feed": a follower reads GET .../events; "webhook": a local receiver takes the pushed deliveries. */
       via?: "feed" | "webhook";
-    };
+    }
+  | { type: "rate"; target: Target; kase: CaseName; rate: number; seconds: number; input: CaseInput };
 
 export interface RunResult {
   /** Answers with the expected status. */
@@ -98,8 +100,12 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** Where a case's requests go: the public surface for the public cases, the API otherwise. */
+const baseOf = (target: Target, kase: CaseName) =>
+  new URL(PUBLIC_CASES.has(kase) ? target.publicBaseUrl! : target.baseUrl);
+
 async function run(c: Extract<LoadCommand, { type: "run" }>): Promise<RunResult> {
-  const base = new URL(c.target.baseUrl);
+  const base = baseOf(c.target, c.kase);
   const agent = new http.Agent({ keepAlive: true, maxSockets: c.connections });
   const latencies: number[] = [];
   const other: Record<string, number> = {};
@@ -148,6 +154,58 @@ async function run(c: Extract<LoadCommand, { type: "run" }>): Promise<RunResult>
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),
     exhausted,
+    firstError,
+  };
+}
+
+/**
+ * An open loop: requests of the case sent at a fixed rate (each at its scheduled time, whatever the answers
+ * before it), for the latency at that rate; answers the same figures as a run.
+ */
+async function rate(c: Extract<LoadCommand, { type: "rate" }>): Promise<RunResult> {
+  const base = baseOf(c.target, c.kase);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const latencies: number[] = [];
+  const other: Record<string, number> = {};
+  let ok = 0;
+  let firstError: string | undefined;
+  const total = Math.round(c.rate * c.seconds);
+  const t0 = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let n = 0; n < total; n++) {
+    const due = t0 + (n * 1000) / c.rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const r = nextRequest(c.kase, c.target, c.input, {}, n)!;
+    const start = performance.now();
+    pending.push(
+      send(agent, base, r).then(
+        (a) => {
+          latencies.push(performance.now() - start);
+          if (a.status === r.expect) ok++;
+          else {
+            other[a.status] = (other[a.status] ?? 0) + 1;
+            firstError ??= `${r.method} ${r.path} → ${a.status}`;
+          }
+        },
+        (err: Error) => {
+          other.error = (other.error ?? 0) + 1;
+          firstError ??= `${r.method} ${r.path} → ${err.message}`;
+        },
+      ),
+    );
+  }
+  await Promise.all(pending);
+  const seconds = (performance.now() - t0) / 1000;
+  agent.destroy();
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    ok,
+    other,
+    seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    exhausted: false,
     firstError,
   };
 }
@@ -397,9 +455,11 @@ process.on("message", (msg: { id: number; command: LoadCommand }) => {
       ? run(command)
       : command.type === "create"
         ? create(command)
-        : command.via === "webhook"
-          ? webhookLag(command)
-          : lag(command);
+        : command.type === "rate"
+          ? rate(command)
+          : command.via === "webhook"
+            ? webhookLag(command)
+            : lag(command);
   work.then(
     (result) => process.send!({ id, result }),
     (err: Error) => process.send!({ id, error: err.stack ?? err.message }),

@@ -16,8 +16,10 @@ const COLUMNS = [
   "gateway",
   "passport",
   "events",
+  "public",
   "ref-edge",
   "ref-svc",
+  "ref-public",
   "postgres",
   "loadgen",
   "cpu ms/req",
@@ -54,7 +56,7 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
       "tools/bench/src/main.ts",
       "--quick",
       "--cases",
-      "get,create",
+      "get,create,resolve,page",
       "--prefill",
       "100",
       "--lag-rates",
@@ -78,13 +80,16 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
   const headerAt = lines.findIndex((l) => l.startsWith("case "));
   expect(lines[headerAt]!.trim().split(/\s{2,}/)).toEqual(COLUMNS);
 
-  const rows = lines.slice(headerAt + 1, headerAt + 5).map((l) => l.trim().split(/\s{2,}/));
-  expect(rows.map((r) => r[0])).toEqual(["get", "full", "create", "full"]);
-  for (const full of [rows[1]!, rows[3]!]) {
+  const rows = lines.slice(headerAt + 1, headerAt + 9).map((l) => l.trim().split(/\s{2,}/));
+  expect(rows.map((r) => r[0])).toEqual(["get", "full", "create", "full", "resolve", "full", "page", "full"]);
+  for (const full of [rows[1]!, rows[3]!, rows[5]!, rows[7]!]) {
     expect(full).toHaveLength(COLUMNS.length - 1);
     expect(full.at(-1)).toMatch(/^\d+\.\d\d$/);
     expect(full[1]).toMatch(/^\d/);
   }
+  // The public surface beside its reference: the resolver's ratio and the page's p99 at a fixed rate.
+  expect(stdout).toMatch(/^resolver 307: full\/ref throughput \d+\.\d\d \(target: at least 0\.70/m);
+  expect(stdout).toMatch(/^public page at 200 req\/s: ref p99 [\d.]+ ms, full p99 [\d.]+ ms/m);
   expect(stdout).toMatch(
     /^lag\s+target\/s\s+achieved\/s\s+created\s+seen\s+p50 ms\s+p99 ms\s+max ms\s+repeated$/m,
   );

@@ -21,7 +21,7 @@ import path from "node:path";
 import type { Credentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { startPortalSimulator, type PortalSimulatorRun } from "./portal-simulator";
-import { portsFromEnv } from "./ports";
+import { portsFromEnv, publicPortFromEnv } from "./ports";
 import {
   buildBundles,
   gatewayBaseUrl,
@@ -95,10 +95,12 @@ function writeStackFile(content: Record<string, string>) {
 async function main() {
   const started = Date.now();
   let ports: Record<ServiceName, number>;
+  let publicPort: number;
   let logDir: string | undefined;
   let hosting: Hosting;
   try {
     ports = portsFromEnv(process.env);
+    publicPort = publicPortFromEnv(process.env);
     logDir = logsFromEnv(process.env) === "files" ? LOG_DIR : undefined;
     hosting = hostingFromEnv(process.env);
   } catch (err) {
@@ -176,6 +178,7 @@ async function main() {
       hosting,
       databaseUrl,
       ports,
+      publicPort,
       logLevel: process.env.LOG_LEVEL ?? "info",
       logDir,
       env,
@@ -209,6 +212,8 @@ async function main() {
 DPP platform is running (ready in ${secs} s)
 
   API          ${stack.baseUrl}
+  public pages ${stack.publicUrl}/p/<passport id>
+  resolver     ${stack.resolverUrl}/01/<gtin14>
   organization ${creds.organization_id}
   test key     ${creds.test_key}
   live key     ${creds.live_key}

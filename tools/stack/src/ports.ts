@@ -13,3 +13,12 @@ export function portsFromEnv(env: NodeJS.ProcessEnv): Record<ServiceName, number
   }
   return ports;
 }
+
+/** The public surface's HTTP port (public pages, QR codes, the GS1 resolver): PUBLIC_PORT, else 8081. */
+export function publicPortFromEnv(env: NodeJS.ProcessEnv): number {
+  const text = env.PUBLIC_PORT;
+  const port = text === undefined || text === "" ? 8081 : Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`PUBLIC_PORT must be a port number (1 to 65535), got "${text}"`);
+  return port;
+}

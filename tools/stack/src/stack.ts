@@ -13,6 +13,7 @@
  * process's stdout and stderr are that file; a thread's logger appends to it), or
  * this process's stdout and stderr; its log lines are never relayed through the stack.
  */
+import { createHash } from "node:crypto";
 import { execFile, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -64,6 +65,12 @@ export interface StackOptions {
   /** Interface of the gateway's HTTP listener (127.0.0.1 by default). */
   gatewayHost?: string;
   /**
+   * Port of the public surface's HTTP listener (the public passport pages, QR codes and the GS1 Digital Link
+   * resolver); unset → a free port. PUBLIC_BASE_URL and RESOLVER_BASE_URL of passport and public-surface point
+   * at it unless `env` names them (docs/decisions/0059-public-surface.md).
+   */
+  publicPort?: number;
+  /**
    * Where each service writes its output: `<logDir>/<name>.log` (appended); undefined → this process's own
    * stdout and stderr, inherited (JSON lines, each naming its service).
    */
@@ -84,7 +91,7 @@ export interface StackOptions {
 }
 
 /** The services the admin CLI calls directly (its platform transitions). */
-const ADMIN_CALLEES: readonly ServiceName[] = ["passport", "filings", "webhooks"];
+const ADMIN_CALLEES: readonly ServiceName[] = ["passport", "filings", "webhooks", "public-surface"];
 
 /** One Ed25519 key pair per caller: each service that calls another, and "admin" (the admin CLI). */
 export type StackKeys = Readonly<Record<string, InternalKeyPair>>;
@@ -111,6 +118,9 @@ export interface RunningService<H extends Hosting = Hosting> {
 export interface Stack<H extends Hosting = Hosting> {
   hosting: H;
   baseUrl: string;
+  /** PUBLIC_BASE_URL and RESOLVER_BASE_URL: where the public surface answers (public_url, qr_target). */
+  publicUrl: string;
+  resolverUrl: string;
   /** The admin CLI's private key for this stack (INTERNAL_AUTH_PRIVATE_KEY of `npm run admin`). */
   adminKey: string;
   gatewayPort: number;
@@ -334,6 +344,7 @@ export function serviceEnvs(
   o: Pick<StackOptions, "databaseUrl" | "logLevel" | "env" | "gatewayHost">,
   ports: Record<ServiceName, number>,
   keys: StackKeys,
+  publicPort = 0,
 ): Record<ServiceName, Record<string, string>> {
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
@@ -347,6 +358,22 @@ export function serviceEnvs(
     // A review_url leads to the gateway's own review page (/review) unless the environment names another.
     if ((s.name === "passport" || s.name === "variants-units") && !o.env?.REVIEW_BASE_URL)
       env.REVIEW_BASE_URL = `http://${o.gatewayHost ?? HOST}:${ports[GATEWAY.name]}/review`;
+    // The links a passport reports (public_url, qr_target, the GS1 Digital Link) lead to the public surface's
+    // listener on this machine unless the environment names other hosts.
+    if (s.name === "passport" || s.name === "public-surface") {
+      const local = publicBaseUrl(publicPort, o.gatewayHost);
+      if (!o.env?.PUBLIC_BASE_URL) env.PUBLIC_BASE_URL = local;
+      if (!o.env?.RESOLVER_BASE_URL) env.RESOLVER_BASE_URL = local;
+      // The secret of preview_url's token, the same for both; derived from this stack's keys (made per stack).
+      if (!o.env?.PREVIEW_SIGNING_SECRET && keys.admin)
+        env.PREVIEW_SIGNING_SECRET = createHash("sha256")
+          .update(`dpp-preview:${keys.admin.privateKey}`)
+          .digest("base64url");
+    }
+    if (s.name === "public-surface") {
+      env.PUBLIC_SURFACE_HTTP_HOST = o.gatewayHost ?? HOST;
+      env.PUBLIC_SURFACE_HTTP_PORT = String(publicPort);
+    }
     if (keys[s.name]) env.INTERNAL_AUTH_PRIVATE_KEY = keys[s.name]!.privateKey;
     if (s.kind === "grpc") {
       const trusted: Record<string, string[]> = {};
@@ -357,6 +384,11 @@ export function serviceEnvs(
     envs[s.name] = env;
   }
   return envs;
+}
+
+/** The public surface's base URL on its HTTP port. */
+export function publicBaseUrl(publicPort: number, host?: string): string {
+  return `http://${host && host !== "0.0.0.0" ? host : HOST}:${publicPort}`;
 }
 
 /** The API's base URL on the gateway's port. */
@@ -372,7 +404,8 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const keys = o.keys ?? generateStackKeys();
-  const envs = serviceEnvs(o, ports, keys);
+  const publicPort = o.publicPort ?? (await freePort());
+  const envs = serviceEnvs(o, ports, keys, publicPort);
   const services = {} as Record<ServiceName, RunningService<H>>;
   const baseUrl = gatewayBaseUrl(ports);
   const built = await buildBundles();
@@ -448,6 +481,8 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
   return {
     hosting: o.hosting,
     baseUrl,
+    publicUrl: envs["public-surface"].PUBLIC_BASE_URL!,
+    resolverUrl: envs["public-surface"].RESOLVER_BASE_URL!,
     adminKey: keys.admin!.privateKey,
     gatewayPort: ports[GATEWAY.name],
     services,

@@ -73,8 +73,10 @@ test("each gRPC service trusts exactly its callers' keys; each caller holds its 
     }
     const trusted = env.INTERNAL_AUTH_TRUSTED_KEYS!.split(",").map((e) => e.split(":"));
     const expected = s.callers.map((c) => [c, keys[c]!.publicKey]);
-    // The admin CLI's platform operations (passport), attestations (filings) and webhook backlogs (webhooks).
-    if (["passport", "filings", "webhooks"].includes(s.name)) expected.push(["admin", keys.admin!.publicKey]);
+    // The admin CLI's platform operations (passport), attestations (filings), webhook backlogs (webhooks) and
+    // the public surface's cache (public-surface).
+    if (["passport", "filings", "webhooks", "public-surface"].includes(s.name))
+      expected.push(["admin", keys.admin!.publicKey]);
     expect(trusted.sort()).toEqual(expected.sort());
   }
 });

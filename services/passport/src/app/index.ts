@@ -12,6 +12,7 @@ import {
   checkListQuery,
   getPassport,
   getPassportLinks,
+  findPublicPassport,
   getUsage,
   listPassports,
   type ListQueryInput,
@@ -67,6 +68,7 @@ export function passportUseCases(app: PassportApp) {
     transitionPassport: (ctx: RequestContext, input: TransitionInput) => transitionPassport(app, ctx, input),
     validatePassport: (ctx: RequestContext, input: ValidateInput) => validatePassport(app, ctx, input),
     getPassportLinks: (ctx: RequestContext, id: string) => getPassportLinks(app, ctx, id),
+    findPublicPassport: (key: { id?: string; gtin14?: string }) => findPublicPassport(app, key),
     claimGtins: (ctx: RequestContext, claims: ClaimInput[]) => claimGtins(app, ctx, claims),
     releaseGtins: (ctx: RequestContext, releases: { gtin: string; owner_id: string }[]) =>
       releaseGtins(app, ctx, releases),

@@ -2,6 +2,8 @@
 import { page, requireTenant, type RequestContext } from "@dpp/kit";
 import type { PassportRow } from "../store";
 import { PASSPORT_LIST, parseListQuery, type ListQueryInput } from "../domain/list-query";
+import { ApiError, normalizeGtin } from "@dpp/contract";
+import { fieldAccessTiers } from "../domain/categories";
 import { passportLinks, type Links } from "../domain/links";
 import type { PassportApp } from "./deps";
 import { findPassport } from "./passport-access";
@@ -53,4 +55,39 @@ export async function getPassportLinks(
 export async function getUsage(app: PassportApp, ctx: RequestContext): Promise<{ publishedCount: number }> {
   const t = requireTenant(ctx);
   return { publishedCount: await app.store.publishSlotsUsed(t) };
+}
+
+/** The members of `data` a public reader may see: those the category marks public (an unknown key is not). */
+export function publicData(category: string, data: Record<string, unknown>): Record<string, unknown> {
+  const tiers = fieldAccessTiers(category);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) if (tiers[k] === "public") out[k] = v;
+  return out;
+}
+
+/**
+ * The public surface's read: a live passport shown publicly, by id or by a GTIN it or a variant holds, with its
+ * public-tier data only. Anything else (unknown, draft, test mode, trashed, deactivated, a malformed GTIN) is the
+ * same resource_not_found, so a guess learns nothing. No tenant in the context: this read names none.
+ */
+export async function findPublicPassport(
+  app: PassportApp,
+  key: { id?: string; gtin14?: string },
+): Promise<{ row: PassportRow; links: Links; variantGtin14: string | null }> {
+  const notFound = () => new ApiError("resource_not_found", "No published passport answers to this.", {});
+  let row: PassportRow | undefined;
+  let variantGtin14: string | null = null;
+  if (key.id !== undefined) {
+    if (!/^[A-Za-z0-9_]{1,64}$/.test(key.id)) throw notFound();
+    row = await app.store.findPublicById(key.id);
+  } else if (key.gtin14 !== undefined) {
+    const gtin14 = /^\d{14}$/.test(key.gtin14) ? normalizeGtin(key.gtin14) : null;
+    if (!gtin14) throw notFound();
+    const found = await app.store.findPublicByGtin(gtin14);
+    row = found?.row;
+    if (found?.role === "variant") variantGtin14 = gtin14;
+  }
+  if (!row) throw notFound();
+  const shown = { ...row, data: publicData(row.category, row.data) };
+  return { row: shown, links: passportLinks(row, app.hosts), variantGtin14 };
 }

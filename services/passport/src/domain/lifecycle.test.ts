@@ -1,6 +1,7 @@
 import { isCatalogued } from "@dpp/contract";
 import {
   PASSPORT_STATUSES,
+  PUBLIC_STATUSES,
   TRANSITIONS,
   editRefusal,
   transitionRefusal,
@@ -53,5 +54,11 @@ describe("the passport state machine", () => {
       "deactivated",
     ]);
     expect(editRefusal("readonly", "pp_1")?.code).toBe("wrong_status");
+  });
+});
+
+describe("PUBLIC_STATUSES", () => {
+  it("are the statuses the public read's SQL and its partial index name (migration 0007_public_lookups)", () => {
+    expect(PUBLIC_STATUSES).toEqual(["published", "readonly"]);
   });
 });

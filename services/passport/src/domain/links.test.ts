@@ -1,7 +1,15 @@
+import { verifyPreviewToken } from "@dpp/contract";
 import { encodeAiValue, gs1DigitalLink, isRestrictedCirculation, passportLinks } from "./links";
 
 const hosts = { publicBaseUrl: "https://passports.example", resolverBaseUrl: "https://id.example" };
-const base = { id: "pp_1", status: "published", livemode: true, gtin: "04006381333931", serial_number: null };
+const base = {
+  id: "pp_1",
+  organization_id: "org_1",
+  status: "published",
+  livemode: true,
+  gtin: "04006381333931",
+  serial_number: null,
+};
 
 describe("passportLinks", () => {
   it("resolves a live published passport, QR on the GS1 Digital Link", () => {
@@ -22,9 +30,17 @@ describe("passportLinks", () => {
   });
 
   it("adds the serial with AI 21, percent-encoded", () => {
-    const l = passportLinks({ ...base, serial_number: "SN 1/2" }, hosts);
-    expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931/21/SN%201%2F2");
-    expect(l.gs1_digital_link.serial).toBe("SN 1/2");
+    const l = passportLinks({ ...base, serial_number: "SN-1/2" }, hosts);
+    expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931/21/SN-1%2F2");
+    expect(l.gs1_digital_link.serial).toBe("SN-1/2");
+  });
+
+  it("stays at GTIN level for a serial AI 21 cannot carry (outside character set 82, or too long)", () => {
+    for (const serial of ["SN 1", "Série-1", "x".repeat(21)]) {
+      const l = passportLinks({ ...base, serial_number: serial }, hosts);
+      expect(l.gs1_digital_link.uri).toBe("https://id.example/01/04006381333931");
+      expect(l.gs1_digital_link.serial).toBeNull();
+    }
   });
 
   it("says test_mode before not_published, and offers a preview", () => {
@@ -38,6 +54,20 @@ describe("passportLinks", () => {
       expect(passportLinks({ ...base, status }, hosts).not_resolvable_reason).toBe("not_published");
     expect(passportLinks({ ...base, status: "trashed" }, hosts).preview_url).toBeNull();
     expect(passportLinks({ ...base, status: "readonly" }, hosts).resolves_publicly).toBe(true);
+  });
+
+  it("signs the preview for its passport, organization and mode when it holds the secret", () => {
+    const now = Date.UTC(2026, 10, 28, 12, 30);
+    const signed = passportLinks(
+      { ...base, livemode: false, status: "draft" },
+      { ...hosts, previewSecret: "s3cret", now: () => now },
+    );
+    const url = new URL(signed.preview_url!);
+    expect(`${url.origin}${url.pathname}`).toBe("https://passports.example/p/pp_1/preview");
+    expect(verifyPreviewToken("s3cret", "pp_1", url.searchParams.get("token")!, now)).toEqual({
+      organizationId: "org_1",
+      livemode: false,
+    });
   });
 
   it("explains a missing or unusable GTIN and falls back to the public page for the QR", () => {

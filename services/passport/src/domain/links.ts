@@ -3,7 +3,7 @@
  * (https://<resolver host>/01/<gtin14>[/21/<serial>], GS1 Digital Link URI syntax 1.x; the linkset is asked for
  * with ?linkType=linkset as the GS1-Conformant Resolver standard requires). Pure: hosts come from configuration.
  */
-import { normalizeGtin } from "@dpp/contract";
+import { normalizeGtin, previewExpiry, signPreviewToken } from "@dpp/contract";
 import { PUBLIC_STATUSES } from "./lifecycle";
 
 export interface LinkHosts {
@@ -11,10 +11,18 @@ export interface LinkHosts {
   publicBaseUrl: string;
   /** Base of the GS1 Digital Link resolver, without a trailing slash. */
   resolverBaseUrl: string;
+  /**
+   * Signs preview_url's token (shared with the public surface, docs/decisions/0059-public-surface.md); empty: the
+   * preview_url carries no token and the public surface refuses it.
+   */
+  previewSecret?: string;
+  /** The clock of the token's expiry (tests). */
+  now?: () => number;
 }
 
 export interface LinkSubject {
   id: string;
+  organization_id: string;
   status: string;
   livemode: boolean;
   gtin: string | null;
@@ -54,6 +62,9 @@ export function encodeAiValue(value: string): string {
   );
 }
 
+/** GS1 AI encodable character set 82, 1 to 20 characters: what AI 21 (serial number) may hold. */
+const AI21_VALUE = /^[!"%&'()*+,\-./0-9:;<=>?A-Z_a-z]{1,20}$/;
+
 export function gs1DigitalLink(
   gtin: string | null,
   serial: string | null,
@@ -64,11 +75,14 @@ export function gs1DigitalLink(
   const gtin14 = normalizeGtin(gtin);
   if (!gtin14 || isRestrictedCirculation(gtin14))
     return { uri: null, gtin14: null, serial: null, linkset_url: null, unavailable_reason: "gtin_invalid" };
-  const uri = `${resolverBaseUrl}/01/${gtin14}${serial ? `/21/${encodeAiValue(serial)}` : ""}`;
+  // A serial that AI 21 cannot carry (GS1 character set 82, 1 to 20 characters) leaves the link at GTIN level,
+  // which resolves to the same passport: the resolver refuses such a serial as malformed.
+  const ser = serial && AI21_VALUE.test(serial) ? serial : null;
+  const uri = `${resolverBaseUrl}/01/${gtin14}${ser ? `/21/${encodeAiValue(ser)}` : ""}`;
   return {
     uri,
     gtin14,
-    serial: serial ?? null,
+    serial: ser,
     linkset_url: `${uri}?linkType=linkset`,
     unavailable_reason: null,
   };
@@ -84,10 +98,21 @@ export function passportLinks(p: LinkSubject, hosts: LinkHosts): Links {
     // The QR carries the GS1 Digital Link when there is one (the resolver sends a browser to the public page),
     // so the same code also works at a till; otherwise the public page itself.
     qr_target: dl.uri ?? publicUrl,
-    // A signed-in preview of what the page shows (or will show); none for a trashed passport.
-    preview_url: reason !== null && p.status !== "trashed" ? `${publicUrl}/preview` : null,
+    // What the page shows (or will show), for the organization's own people: a link signed for this passport
+    // that ends within two hours, handed only to a caller who may read the passport; none for a trashed one.
+    preview_url: reason !== null && p.status !== "trashed" ? previewUrl(p, publicUrl, hosts) : null,
     resolves_publicly: reason === null,
     not_resolvable_reason: reason,
     gs1_digital_link: dl,
   };
+}
+
+function previewUrl(p: LinkSubject, publicUrl: string, hosts: LinkHosts): string {
+  if (!hosts.previewSecret) return `${publicUrl}/preview`;
+  const token = signPreviewToken(
+    hosts.previewSecret,
+    { passportId: p.id, organizationId: p.organization_id, livemode: p.livemode },
+    previewExpiry((hosts.now ?? Date.now)()),
+  );
+  return `${publicUrl}/preview?token=${token}`;
 }

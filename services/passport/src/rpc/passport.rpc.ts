@@ -138,6 +138,21 @@ export function passportRpc(uc: PassportUseCases): Impl {
       return { links: linksMessage(row, links) };
     },
 
+    findPublicPassport: async (req) => {
+      const key =
+        req.key.case === "id"
+          ? { id: req.key.value }
+          : req.key.case === "gtin14"
+            ? { gtin14: req.key.value }
+            : {};
+      const { row, links, variantGtin14 } = await uc.findPublicPassport(key);
+      return {
+        passport: passportMessage(row),
+        links: linksMessage(row, links),
+        variantGtin14: variantGtin14 ?? "",
+      };
+    },
+
     claimGtins: async (req, { ctx }) => {
       const held = await uc.claimGtins(
         ctx,

@@ -17,6 +17,12 @@ const readById = statement(byId);
 /** The same read, locking the row until the transaction ends. */
 export const lockById = statement((q: Kysely<PassportDB>, p: ById) => byId(q, p).forUpdate());
 
+/**
+ * A live passport in a status shown publicly (lifecycle's PUBLIC_STATUSES), written as the predicate of the
+ * partial index passport_public_id_idx (migration 0007) so that the planner may use it; a tenant read never does.
+ */
+const PUBLIC_ROW = sql<boolean>`livemode and status in ('published', 'readonly')`;
+
 /** The reads, on the pool or inside a transaction. */
 export class PassportReads {
   constructor(protected readonly db: Kysely<PassportDB>) {}
@@ -45,6 +51,46 @@ export class PassportReads {
       .orderBy("id", "desc")
       .limit(sql<number>`(select ${limit}::int)`)
       .execute();
+  }
+
+  /**
+   * The public surface's reads, the one exception to the tenant filter (a scan or a public page names no
+   * organization): live rows only, in a status that is shown publicly (docs/decisions/0059-public-surface.md).
+   * By GTIN, the passport's own GTIN or a variant's: a GTIN claimed live by several organizations answers the
+   * passport published first.
+   */
+  findPublicById(id: string): Promise<PassportRow | undefined> {
+    return this.db
+      .selectFrom("passport")
+      .selectAll()
+      .where("id", "=", id)
+      .where(PUBLIC_ROW)
+      .executeTakeFirst();
+  }
+
+  async findPublicByGtin(
+    gtin14: string,
+  ): Promise<{ row: PassportRow; role: "lead" | "variant" } | undefined> {
+    const found = await this.db
+      .selectFrom("gtin_claim as c")
+      .innerJoin("passport as p", (j) =>
+        j
+          .onRef("p.organization_id", "=", "c.organization_id")
+          .onRef("p.livemode", "=", "c.livemode")
+          .onRef("p.id", "=", "c.passport_id"),
+      )
+      .selectAll("p")
+      .select("c.role as claim_role")
+      .where("c.livemode", "=", true)
+      .where("c.gtin", "=", gtin14)
+      .where(sql<boolean>`p.livemode and p.status in ('published', 'readonly')`)
+      .orderBy("p.published_at", "asc")
+      .orderBy("p.id", "asc")
+      .limit(1)
+      .executeTakeFirst();
+    if (!found) return undefined;
+    const { claim_role, ...row } = found;
+    return { row: row as PassportRow, role: claim_role };
   }
 
   /** One publish approval of the tenant. */

@@ -181,4 +181,15 @@ describe.each([
       expect(scans(plan!)).toEqual([expect.stringMatching(/^Index (Only )?Scan passport_pk$/)]);
     });
   }
+
+  it("reads a public passport by id alone through the public surface's hash index", async () => {
+    const { rows } = await sql<{ id: string }>`select id from passport
+      where livemode and status = 'published' order by id limit 1 offset 100`.execute(db);
+    const [plan] = await plansOf(() => store.findPublicById(rows[0]!.id));
+    expect(scans(plan!)).toEqual([
+      expect.stringMatching(/^(Bitmap Heap|Index) Scan( passport_public_id_idx)?$/),
+    ]);
+    expect(JSON.stringify(plan)).toContain("passport_public_id_idx");
+    expect(await store.findPublicById(rows[0]!.id)).toMatchObject({ id: rows[0]!.id, status: "published" });
+  });
 });

@@ -1,0 +1,2 @@
+export { publicSurfaceService } from "./service";
+export { publicSurfaceEnv } from "./config";
