@@ -58,6 +58,11 @@ const documents = {
   getUsage: async () => ({ documentsUsed: 0 }),
   close: () => undefined,
 } as unknown as ModuleDeps["documents"];
+/** The variants-units service's count for the capabilities (no units). */
+const variantsUnits = {
+  getUnitUsage: async () => ({ unitCount: 0 }),
+  close: () => undefined,
+} as unknown as ModuleDeps["variantsUnits"];
 
 // ---- apps on the real store ------------------------------------------------------------------------------------
 
@@ -94,7 +99,7 @@ async function start(o: { listen: boolean; maxEntries?: number; ttlMs?: number }
   }
   const app = createApp({
     authenticator: new Authenticator(identity, undefined, cache),
-    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, documents, identity }))),
+    routes: routeTable(gatewayModules(fakeModuleDeps({ passport, documents, variantsUnits, identity }))),
     log,
     docsBaseUrl: "https://docs.test/errors",
     trustProxy: 0,
