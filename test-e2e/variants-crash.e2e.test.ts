@@ -194,7 +194,23 @@ it("SIGKILLs variants-units and passport mid-batch: every claim finds its varian
   // 3. variants-units killed during a removal of 1000 GTINs, once a first batch of rows is deleted.
   {
     const id = await draft();
-    const added = await h.request(variantsUrl(id), { key: t.testKey, body: { variants: batch(1000) } });
+    // Passport was just restarted: the gateway may still be reconnecting to it, and answers 500
+    // upstream_unavailable ("retry shortly") until it has; the same Idempotency-Key makes the retry safe.
+    const body = { variants: batch(1000) };
+    const key = `setup-removal-${id}`;
+    let added = await h.request(variantsUrl(id), {
+      key: t.testKey,
+      body,
+      headers: { "idempotency-key": key },
+    });
+    for (
+      let i = 0;
+      i < 50 && added.status === 500 && added.body?.error?.details?.reason === "upstream_unavailable";
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 200));
+      added = await h.request(variantsUrl(id), { key: t.testKey, body, headers: { "idempotency-key": key } });
+    }
     h.expectStatus(added, 201);
     const gtins = (added.body.data as { gtin: string }[]).map((v) => v.gtin);
     const out = await killDuring(
