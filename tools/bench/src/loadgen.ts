@@ -240,6 +240,65 @@ async function create(c: Extract<LoadCommand, { type: "create" }>): Promise<(str
 }
 
 /**
+ * Creates at `c.rate` for `c.seconds` (open loop: each create leaves on schedule whether or not earlier ones
+ * answered), recording in `answeredAt` when each created passport's 201 arrived. The achieved rate's seconds: from
+ * the first send to the last 201 (an overloaded system answers later than the schedule sends).
+ */
+async function createsAtRate(
+  agent: http.Agent,
+  base: URL,
+  prefix: string,
+  auth: Record<string, string>,
+  c: { rate: number; seconds: number; tag: string },
+  answeredAt: Map<string, number>,
+): Promise<{ sent: number; created: number; seconds: number }> {
+  const now = () => Number(process.hrtime.bigint()) / 1e6;
+  const path = `${prefix}/passports`;
+  const headers = { ...auth, "content-type": "application/json" };
+  const t0 = now();
+  let lastAnswer = t0;
+  let sent = 0;
+  let created = 0;
+  const total = Math.round(c.rate * c.seconds);
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / c.rate;
+    const wait = due - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sent++;
+    inflight.push(
+      send(agent, base, {
+        method: "POST",
+        path,
+        headers,
+        body: JSON.stringify(createBody(c.tag, i)),
+        expect: 201,
+      }).then(
+        (a) => {
+          if (a.status !== 201) return;
+          created++;
+          lastAnswer = now();
+          answeredAt.set((JSON.parse(text(a)) as { id: string }).id, lastAnswer);
+        },
+        () => undefined,
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  return { sent, created, seconds: Math.max(c.seconds, (lastAnswer - t0) / 1000) };
+}
+
+/** Each passport's lag: from its create's 201 to its event being seen (the ones never seen are left out). */
+function lagsOf(answeredAt: Map<string, number>, seenAt: Map<string, number>): number[] {
+  const lagsMs: number[] = [];
+  for (const [id, answered] of answeredAt) {
+    const seen = seenAt.get(id);
+    if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
+  }
+  return lagsMs;
+}
+
+/**
  * Creates at a fixed rate (open loop: each create leaves on schedule whether or not earlier ones answered) while
  * a follower reads the feed from its current end in a tight loop, as an integrator following the feed does.
  * The lag of a passport: from the create's 201 arriving to the follower seeing its passport.created event.
@@ -271,14 +330,13 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
   const answeredAt = new Map<string, number>();
   const seenAt = new Map<string, number>();
   let sending = true;
-  let sent = 0;
-  let created = 0;
   const follower = (async () => {
     let drainUntil = Infinity;
     for (;;) {
       if (!sending && drainUntil === Infinity) drainUntil = now() + c.drainSeconds * 1000;
       if (now() > drainUntil) return;
-      if (!sending && seenAt.size >= created && [...answeredAt.keys()].every((id) => seenAt.has(id))) return;
+      if (!sending && seenAt.size >= answeredAt.size && [...answeredAt.keys()].every((id) => seenAt.has(id)))
+        return;
       const q = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
       const a = await send(feedAgent, base, {
         method: "GET",
@@ -299,48 +357,12 @@ async function lag(c: Extract<LoadCommand, { type: "lag" }>): Promise<LagResult>
     }
   })();
 
-  const path = `${prefix}/passports`;
-  const headers = { ...auth, "content-type": "application/json" };
-  const t0 = now();
-  let lastAnswer = t0;
-  const total = Math.round(c.rate * c.seconds);
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / c.rate;
-    const wait = due - now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    sent++;
-    inflight.push(
-      send(agent, base, {
-        method: "POST",
-        path,
-        headers,
-        body: JSON.stringify(createBody(c.tag, i)),
-        expect: 201,
-      }).then(
-        (a) => {
-          if (a.status !== 201) return;
-          created++;
-          lastAnswer = now();
-          answeredAt.set((JSON.parse(text(a)) as { id: string }).id, lastAnswer);
-        },
-        () => undefined,
-      ),
-    );
-  }
-  await Promise.all(inflight);
-  // The achieved rate: creates answered 201 over the time from the first send to the last 201 (an overloaded
-  // system answers later than the schedule sends).
-  const seconds = Math.max(c.seconds, (lastAnswer - t0) / 1000);
+  const { sent, created, seconds } = await createsAtRate(agent, base, prefix, auth, c, answeredAt);
   sending = false;
   await follower;
   agent.destroy();
   feedAgent.destroy();
-  const lagsMs: number[] = [];
-  for (const [id, answered] of answeredAt) {
-    const seen = seenAt.get(id);
-    if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
-  }
+  const lagsMs = lagsOf(answeredAt, seenAt);
   return { via: "feed", rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs };
 }
 
@@ -394,40 +416,7 @@ async function webhookLag(c: Extract<LoadCommand, { type: "lag" }>): Promise<Lag
   if (made.status !== 201)
     throw new Error(`webhook endpoint refused: ${made.status} ${text(made).slice(0, 300)}`);
   const endpointId = (JSON.parse(text(made)) as { id: string }).id;
-
-  const path = `${prefix}/passports`;
-  const headers = { ...auth, "content-type": "application/json" };
-  const t0 = now();
-  let lastAnswer = t0;
-  let sent = 0;
-  let created = 0;
-  const total = Math.round(c.rate * c.seconds);
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / c.rate;
-    const wait = due - now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    sent++;
-    inflight.push(
-      send(agent, base, {
-        method: "POST",
-        path,
-        headers,
-        body: JSON.stringify(createBody(c.tag, i)),
-        expect: 201,
-      }).then(
-        (a) => {
-          if (a.status !== 201) return;
-          created++;
-          lastAnswer = now();
-          answeredAt.set((JSON.parse(text(a)) as { id: string }).id, lastAnswer);
-        },
-        () => undefined,
-      ),
-    );
-  }
-  await Promise.all(inflight);
-  const seconds = Math.max(c.seconds, (lastAnswer - t0) / 1000);
+  const { sent, created, seconds } = await createsAtRate(agent, base, prefix, auth, c, answeredAt);
   for (const until = now() + c.drainSeconds * 1000; now() < until;) {
     if ([...answeredAt.keys()].every((id) => seenAt.has(id))) break;
     await new Promise((r) => setTimeout(r, 20));
@@ -440,11 +429,7 @@ async function webhookLag(c: Extract<LoadCommand, { type: "lag" }>): Promise<Lag
   });
   await new Promise<void>((r) => receiver.close(() => r()));
   agent.destroy();
-  const lagsMs: number[] = [];
-  for (const [id, answered] of answeredAt) {
-    const seen = seenAt.get(id);
-    if (seen !== undefined) lagsMs.push(Math.max(0, seen - answered));
-  }
+  const lagsMs = lagsOf(answeredAt, seenAt);
   return { via: "webhook", rate: c.rate, seconds, sent, created, seen: lagsMs.length, lagsMs, duplicates };
 }
 
