@@ -33,6 +33,15 @@ describe("newId", () => {
     expect(newId("x", Date.now() - 1) < newId("x")).toBe(true);
   });
 
+  it("sorts in creation order within one millisecond and while the clock steps back a little", () => {
+    const now = Date.now() + 5_000;
+    const ids = [newId("x", now), newId("x", now), newId("x", now - 3), newId("x", now), newId("x", now + 1)];
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    // the ids of one millisecond carry that millisecond
+    expect(ids[3]!.slice(2, 12)).toBe(ids[0]!.slice(2, 12));
+  });
+
   it("is unique over many ids, even within one millisecond", () => {
     const now = Date.now();
     const ids = new Set<string>();
@@ -62,8 +71,10 @@ describe("randomHex", () => {
 
   it("spreads the characters of newId's random part over the whole alphabet", () => {
     const counts = new Map<string, number>();
+    // one id per millisecond: each draws its random part afresh (ids of one millisecond count up from the first)
+    const start = Date.now() + 60_000;
     for (let i = 0; i < 4_000; i++)
-      for (const c of newId("x").slice(12)) counts.set(c, (counts.get(c) ?? 0) + 1);
+      for (const c of newId("x", start + i).slice(12)) counts.set(c, (counts.get(c) ?? 0) + 1);
     // 64,000 characters over 32: about 2,000 each
     expect(counts.size).toBe(32);
     for (const n of counts.values()) expect(n).toBeGreaterThan(1_600);

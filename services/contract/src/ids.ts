@@ -32,21 +32,42 @@ export function randomHex(n: number): string {
 
 /** The id's 26 characters are written here, then read back as one string. */
 const scratch = Buffer.alloc(26);
+/** The last id's time and its 16 random digits (0..31): ids made in the same millisecond count up from it. */
+let lastTime = -1;
+const lastRandom = new Uint8Array(16);
 
 /**
  * A sortable opaque identifier: `<prefix>_<10 chars of time><16 random chars>`.
- * Lexical order follows creation time (millisecond resolution), which keyset
- * pagination uses as a stable order. Clients must treat identifiers as opaque.
+ * Lexical order follows creation order within a process: time at millisecond resolution, and ids made in the
+ * same millisecond (or while the clock stepped back by less than a second) take the previous id's random part plus a
+ * random step, so rows a
+ * process inserts in a batch list in the order it made them. Keyset pagination uses this as a stable order.
+ * Clients must treat identifiers as opaque.
  */
 export function newId(prefix: string, now = Date.now()): string {
-  let t = now;
+  if (now <= lastTime && lastTime - now < 1000) {
+    // Same millisecond: add a random 1..2^24 to the 80-bit random part (base 32, carrying), so the next id is
+    // later and still not guessable from this one; an overflow (odds about 2^-56) moves to the next millisecond.
+    const at = takeRandom(3);
+    let add = 1 + pool[at]! + (pool[at + 1]! << 8) + (pool[at + 2]! << 16);
+    for (let i = 15; i >= 0 && add > 0; i--) {
+      const d = lastRandom[i]! + add;
+      lastRandom[i] = d % 32;
+      add = Math.floor(d / 32);
+    }
+    if (add > 0) lastTime += 1;
+  } else {
+    lastTime = now;
+    const at = takeRandom(16);
+    // 5 bits of each byte: 256 is a multiple of 32, so every character is equally likely.
+    for (let i = 0; i < 16; i++) lastRandom[i] = pool[at + i]! % 32;
+  }
+  let t = lastTime;
   for (let i = 9; i >= 0; i--) {
     scratch[i] = CROCKFORD_CODES[t % 32]!;
     t = Math.floor(t / 32);
   }
-  const at = takeRandom(16);
-  // 5 bits of each byte: 256 is a multiple of 32, so every character is equally likely.
-  for (let i = 0; i < 16; i++) scratch[10 + i] = CROCKFORD_CODES[pool[at + i]! % 32]!;
+  for (let i = 0; i < 16; i++) scratch[10 + i] = CROCKFORD_CODES[lastRandom[i]!]!;
   return `${prefix}_${scratch.toString("latin1", 0, 26)}`;
 }
 

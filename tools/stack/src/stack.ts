@@ -13,10 +13,11 @@
  * process's stdout and stderr are that file; a thread's logger appends to it), or
  * this process's stdout and stderr; its log lines are never relayed through the stack.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import { execFile, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import {
   createDb,
@@ -141,16 +142,53 @@ export interface Stack<H extends Hosting = Hosting> {
   stop(): Promise<void>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports the stack hands out: below the kernel's ephemeral range (32768-60999 on Linux), so an outgoing
+ * connection's source port never takes one between the moment it is chosen and the moment its service binds it.
+ */
+const PORT_RANGE = { from: 20_000, count: 12_000 };
+/**
+ * One file per port handed out, created exclusively: two processes (parallel test workers, `npm start` beside a
+ * test run) never hand out the same port. A reservation only has to cover the time until the service binds the
+ * port (a bound port fails the listen check below), so one older than two minutes is taken over.
+ */
+const RESERVATIONS = path.join(os.tmpdir(), "dpp-port-reservations");
+const RESERVATION_MS = 120_000;
+
+function reserve(port: number): boolean {
+  const file = path.join(RESERVATIONS, String(port));
+  try {
+    fs.writeFileSync(file, String(process.pid), { flag: "wx" });
+    return true;
+  } catch {
+    try {
+      if (Date.now() - fs.statSync(file).mtimeMs < RESERVATION_MS) return false;
+      fs.rmSync(file, { force: true });
+      fs.writeFileSync(file, String(process.pid), { flag: "wx" });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(addr.port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/** A port on 127.0.0.1 that nothing listens on and no other caller of freePort on this machine was given. */
+export async function freePort(): Promise<number> {
+  fs.mkdirSync(RESERVATIONS, { recursive: true });
+  for (let tries = 0; tries < 500; tries++) {
+    const port = PORT_RANGE.from + randomInt(PORT_RANGE.count);
+    if (reserve(port) && (await canListen(port))) return port;
+  }
+  throw new Error(`no free port found in ${PORT_RANGE.from}-${PORT_RANGE.from + PORT_RANGE.count - 1}`);
 }
 
 const BUILD_SCRIPT = path.join(REPO_ROOT, "tools", "stack", "build.mjs");
