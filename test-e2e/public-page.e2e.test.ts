@@ -6,6 +6,7 @@
  * limit.
  */
 import { startHarness, type Harness, type Tenant } from "./support/harness";
+import { publishableBattery } from "./support/fixtures";
 import { get, gtin13, makePassport, type Made } from "./support/public";
 
 jest.setTimeout(180_000);
@@ -149,6 +150,51 @@ describe("the HTML page", () => {
     expect(again.text).toBe("");
     const other = await html({ "If-None-Match": '"something-else"' });
     expect(other.status).toBe(200);
+  });
+});
+
+describe("a battery passport", () => {
+  it("lists its units with their status on the page and in the JSON, and resolves each unit's serial to them", async () => {
+    const base = `/organizations/${t.organizationId}/passports`;
+    const created = await h.request(base, {
+      key: t.liveKey,
+      body: { category: "battery", data: publishableBattery({ gtin: gtin13("500000000019") }) },
+    });
+    h.expectStatus(created, 201);
+    const id = created.body.id as string;
+    const units = await h.request(`${base}/${id}/units`, {
+      key: t.liveKey,
+      body: { units: [{ unit_serial: "BAT-0001", status: "original" }, { unit_serial: "BAT-0002" }] },
+    });
+    h.expectStatus(units, 201);
+    h.expectStatus(await h.request(`${base}/${id}/publish`, { key: t.liveKey, method: "POST" }), 200);
+    const links = await h.request(`${base}/${id}/links`, { key: t.liveKey });
+    h.expectStatus(links, 200);
+
+    const page = await html({}, links.body.public_url);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(">Battery units</h2>");
+    expect(page.text).toContain("<tr><td>BAT-0001</td><td>original</td></tr>");
+    expect(page.text).toContain("<tr><td>BAT-0002</td><td>–</td></tr>");
+    const french = await html({ "Accept-Language": "fr" }, links.body.public_url);
+    expect(french.text).toContain(">Unités de batterie</h2>");
+
+    const json = await get(links.body.public_url, { Accept: "application/json" });
+    expect(json.status).toBe(200);
+    expect(JSON.parse(json.text).units).toEqual([
+      { unit_serial: "BAT-0001", status: "original" },
+      { unit_serial: "BAT-0002", status: null },
+    ]);
+
+    // A unit's serial URI (GS1 AI 21) resolves to the page's units; an unknown serial only to the GTIN level.
+    const serialLinks = async (serial: string) => {
+      const res = await get(`${links.body.qr_target}/21/${serial}?linkType=linkset`);
+      expect(res.status).toBe(200);
+      const item = JSON.parse(res.text).linkset[0];
+      return (item["https://gs1.org/voc/dpp"] as Array<{ href: string; title: string }>).map((l) => l.href);
+    };
+    expect(await serialLinks("BAT-0002")).toContain(`${links.body.public_url}#units`);
+    expect(await serialLinks("BAT-9999")).not.toContain(`${links.body.public_url}#units`);
   });
 });
 

@@ -97,7 +97,7 @@ export class DeliveryWorker {
       const run: Promise<void> = this.run(e)
         .catch((err: unknown) => {
           this.log.warn({ err, endpoint: e.id }, "webhook delivery run failed");
-          return this.store.release(this.owner, e.id, this.o.idleMs).catch(() => undefined);
+          return this.store.release(this.owner, e, this.o.idleMs).catch(() => undefined);
         })
         .finally(() => this.running.delete(run));
       this.running.add(run);
@@ -143,7 +143,7 @@ export class DeliveryWorker {
     for (const entry of feed.entries) {
       // The lease must outlast the run: stop halfway through it and take the endpoint again.
       if (this.stopping || Date.now() - started > this.o.leaseMs / 2) {
-        if (await flush()) await this.store.release(this.owner, e.id, 0);
+        if (await flush()) await this.store.release(this.owner, e, 0);
         return;
       }
       const event = JSON.parse(entry.eventJson) as { id: string; type: string };
@@ -181,7 +181,7 @@ export class DeliveryWorker {
         now: new Date(),
       });
       if ("retryAt" in outcome) attempt.next_retry_at = outcome.retryAt;
-      const disabled = await this.store.failed(this.owner, e.id, attempt, outcome);
+      const disabled = await this.store.failed(this.owner, e, attempt, outcome);
       if (disabled) {
         this.onCommitted();
         this.log.info({ endpoint: e.id, reason: disabled.disabled_reason }, "webhook endpoint disabled");
@@ -189,6 +189,6 @@ export class DeliveryWorker {
       return;
     }
     if (!(await flush())) return;
-    await this.store.release(this.owner, e.id, feed.hasMore ? 0 : this.o.idleMs);
+    await this.store.release(this.owner, e, feed.hasMore ? 0 : this.o.idleMs);
   }
 }

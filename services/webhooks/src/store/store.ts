@@ -273,7 +273,7 @@ export class WebhooksStore {
    */
   async failed(
     owner: string,
-    endpointId: string,
+    e: { id: string; organization_id: string; livemode: boolean },
     a: NewAttempt,
     outcome: { retryAt: Date } | { disable: "gone" | "failing" },
   ): Promise<EndpointRow | undefined> {
@@ -293,7 +293,9 @@ export class WebhooksStore {
             ? { next_attempt_at: outcome.retryAt }
             : { enabled: false, disabled_reason: outcome.disable, updated_at: sql<Date>`now()` }),
         })
-        .where("id", "=", endpointId)
+        .where("id", "=", e.id)
+        .where("organization_id", "=", e.organization_id)
+        .where("livemode", "=", e.livemode)
         .where("lease_owner", "=", owner)
         .returningAll()
         .executeTakeFirst();
@@ -306,11 +308,16 @@ export class WebhooksStore {
   }
 
   /** Gives the endpoint back, due again after `againInMs`. */
-  async release(owner: string, endpointId: string, againInMs: number): Promise<void> {
+  async release(
+    owner: string,
+    e: { id: string; organization_id: string; livemode: boolean },
+    againInMs: number,
+  ): Promise<void> {
     await sql`
       update endpoint set lease_owner = null, lease_until = null,
         next_attempt_at = greatest(next_attempt_at, clock_timestamp() + make_interval(secs => ${againInMs / 1000}))
-      where id = ${endpointId} and lease_owner = ${owner}`.execute(this.db);
+      where id = ${e.id} and organization_id = ${e.organization_id} and livemode = ${e.livemode}
+        and lease_owner = ${owner}`.execute(this.db);
   }
 
   /** Deletes up to `limit` attempts older than `days` days; returns how many. */
