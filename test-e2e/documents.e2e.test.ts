@@ -32,6 +32,8 @@ beforeAll(async () => {
       DOCUMENTS_URL_SECRET: SECRET,
       DOCUMENTS_SWEEP_INTERVAL_MS: "300",
       DOCUMENTS_PENDING_GRACE_SECONDS: "0",
+      DEPENDENCY_RECONCILE_INTERVAL_MS: "300",
+      DEPENDENCY_RECONCILE_GRACE_MS: "20000",
     },
   });
   t = await h.tenant("Acme", "pro");
@@ -559,6 +561,84 @@ describe("records that depend on a document", () => {
     expect(still.body.data.map((d: any) => d.id)).toContain(report);
     // Where no reading cites it, it is detached as before.
     h.expectStatus(await detach(other), 200);
+  });
+});
+
+describe("reading dependencies whose reading was never written", () => {
+  it("are deleted by the reconciler once past their grace, so the document detaches; a written reading's stay", async () => {
+    const battery = await h.request(passports(), { key: t.testKey, body: { category: "battery" } });
+    h.expectStatus(battery, 201);
+    const p = battery.body.id as string;
+    const created = await h.request(`${passports()}/${p}/units`, {
+      key: t.testKey,
+      body: { units: [{ unit_serial: "CELL-9" }] },
+    });
+    h.expectStatus(created, 201);
+    const unit = created.body.data[0].id as string;
+    const file = { type: "certification", access_tier: "restricted", mime_type: "application/pdf" };
+    const cited = await uploaded(p, pdfFile("Cited"), { ...file, file_name: "cited.pdf" });
+    const orphaned = await uploaded(p, pdfFile("Orphaned"), { ...file, file_name: "orphaned.pdf" });
+    const reading = await h.request(`${passports()}/${p}/units/${unit}/readings`, {
+      key: t.testKey,
+      headers: { "Idempotency-Key": "soh-reconcile" },
+      body: {
+        field: "state_of_health",
+        value: { value: 91, unit: "%" },
+        source: "measurement",
+        observed_on: "2026-02-01",
+        document_id: cited,
+      },
+    });
+    h.expectStatus(reading, 201);
+
+    const documentsDb = createDb<any>({ url: h.db.url, schema: "documents", applicationName: "e2e", max: 1 });
+    const detach = (documentId: string) =>
+      h.request(`${passports()}/${p}/documents/${documentId}`, { key: t.testKey, method: "DELETE" });
+    try {
+      // What a reading leaves when it registered its dependency and its write then failed (a call without an
+      // Idempotency-Key whose process died before the reading committed): a dependency naming no reading.
+      await documentsDb
+        .insertInto("document_dependency")
+        .values({
+          organization_id: t.organizationId,
+          livemode: false,
+          passport_id: p,
+          document_id: orphaned,
+          kind: "reading",
+          reference: "rdg_01m8zzzzzzzzzzzzzzzzzzzzzz",
+        })
+        .execute();
+      // Within the grace it holds the document like any reading's.
+      const held = await detach(orphaned);
+      h.expectStatus(held, 409);
+      expect(held.body.error.code).toBe("document_feeds_reading");
+
+      // Past the grace (both dependencies made older), the reconciler asks variants-units which readings exist.
+      await sql`update document_dependency set created_at = now() - interval '1 hour'
+        where organization_id = ${t.organizationId} and passport_id = ${p}`.execute(documentsDb);
+      const until = Date.now() + 20_000;
+      let res = await detach(orphaned);
+      while (res.status === 409 && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 200));
+        res = await detach(orphaned);
+      }
+      h.expectStatus(res, 200);
+      const left = await documentsDb
+        .selectFrom("document_dependency")
+        .select(["document_id", "reference"])
+        .where("organization_id", "=", t.organizationId)
+        .where("passport_id", "=", p)
+        .execute();
+      expect(left).toEqual([{ document_id: cited, reference: reading.body.id }]);
+    } finally {
+      await documentsDb.destroy();
+    }
+    const kept = await detach(cited);
+    h.expectStatus(kept, 409);
+    expect(kept.body.error).toMatchObject({
+      code: "document_feeds_reading",
+      details: { readings: [reading.body.id] },
+    });
   });
 });
 

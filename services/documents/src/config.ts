@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { address, positiveInt } from "@dpp/kit";
+import { address, IDEMPOTENCY_RETENTION_HOURS, positiveInt } from "@dpp/kit";
 
 /** An absolute http(s) URL without query or fragment, kept without its trailing slashes; empty means unset. */
 const optionalBaseUrl = z
@@ -20,6 +20,19 @@ const optionalBaseUrl = z
 export const documentsEnv = {
   /** The passport service: a passport's existence and status for links, uploads and public reads. */
   PASSPORT_ADDR: address.default("127.0.0.1:50051"),
+  /**
+   * The variants-units service, asked by the reconciler of reading dependencies which unit readings exist; empty:
+   * no reconciler (a stack without units).
+   */
+  VARIANTS_UNITS_ADDR: z.string().default(""),
+  /**
+   * How often that reconciler runs, and how old a reading dependency must be before it looks at it: one whose
+   * reading does not exist past the grace is deleted, and the document can be detached again. The grace outlasts
+   * an Idempotency-Key's retention (an hour more): a reading retried under its key writes the reading without
+   * registering again (the registration is recorded as made), so its dependency must still be there.
+   */
+  DEPENDENCY_RECONCILE_INTERVAL_MS: positiveInt(600_000),
+  DEPENDENCY_RECONCILE_GRACE_MS: positiveInt((IDEMPOTENCY_RETENTION_HOURS + 1) * 3_600_000),
   /** Where files are kept: `filesystem` (one machine, the default of the local stack) or `s3`. */
   DOCUMENTS_STORAGE: z.enum(["filesystem", "s3"]).default("filesystem"),
   /** The filesystem store's folder (relative to the working directory). */

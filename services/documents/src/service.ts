@@ -4,8 +4,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { defineService, type ServiceRuntime } from "@dpp/kit";
-import { documentsV1, passportV1 } from "@dpp/proto";
+import { documentsV1, passportV1, variantsUnitsV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
+import { dependencyReconciler } from "./app/dependency-reconciler";
 import { confirm, sweep, type DocumentsApp } from "./app/documents";
 import { documentsEnv } from "./config";
 import { startFilesServer } from "./http/files-server";
@@ -94,7 +95,22 @@ export const documentsService = defineService({
       run: () => sweep(app, { graceSeconds: config.DOCUMENTS_PENDING_GRACE_SECONDS, batch: 100 }),
       report: "pending documents confirmed or removed",
     });
+    const dependencyReconcile =
+      config.VARIANTS_UNITS_ADDR !== "" &&
+      rt.job({
+        name: "documents:dependency-reconciler",
+        intervalMs: config.DEPENDENCY_RECONCILE_INTERVAL_MS,
+        run: dependencyReconciler({
+          store,
+          variantsUnits: rt.client(variantsUnitsV1.VariantsUnitsService, {
+            address: config.VARIANTS_UNITS_ADDR,
+            audience: "variants-units",
+          }),
+          graceMs: config.DEPENDENCY_RECONCILE_GRACE_MS,
+        }),
+        report: "reading dependencies without their reading deleted",
+      });
     rt.serve(documentsV1.DocumentsService, documentsRpc(app));
-    return { store, app, sweeper };
+    return { store, app, sweeper, dependencyReconcile: dependencyReconcile || undefined };
   },
 });

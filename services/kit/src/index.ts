@@ -49,6 +49,7 @@ export {
 export {
   createIdempotencyTable,
   effectTransaction,
+  IDEMPOTENCY_RETENTION_HOURS,
   recordedFailure,
   singleStatement,
   transaction,

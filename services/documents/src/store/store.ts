@@ -10,6 +10,8 @@ import { transaction, writeOutbox, type CallScope, type TenantContext } from "@d
 
 /** The tenant of a query: an organization in one mode. */
 export type Tenant = Pick<TenantContext, "organizationId" | "livemode">;
+/** Where the reconciler's scan of reading dependencies stands. */
+export type ReadingPosition = { organization_id: string; livemode: boolean; reference: string };
 import type { DocumentTable, DocumentsDB } from "./schema";
 
 export type DocumentRow = Selectable<DocumentTable>;
@@ -265,6 +267,38 @@ export class DocumentsStore {
         .execute();
       return d;
     });
+  }
+
+  /**
+   * A page of `reading` dependencies older than `graceMs`, across tenants, after `after` in (organization, mode,
+   * reference) order (the reconciler's scan; document_dependency_reading_idx).
+   */
+  async staleReadingDependencies(
+    after: ReadingPosition | undefined,
+    graceMs: number,
+    limit: number,
+  ): Promise<ReadingPosition[]> {
+    const from = after ?? { organization_id: "", livemode: false, reference: "" };
+    const { rows } = await sql<ReadingPosition>`
+      select organization_id, livemode, reference from document_dependency
+      where kind = 'reading'
+        and (organization_id, livemode, reference) > (${from.organization_id}, ${from.livemode}, ${from.reference})
+        and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      order by organization_id, livemode, reference
+      limit ${limit}::int`.execute(this.db);
+    return rows;
+  }
+
+  /** Deletes the tenant's `reading` dependencies with these references if still older than `graceMs`; how many. */
+  async releaseReadingDependencies(t: Tenant, references: string[], graceMs: number): Promise<number> {
+    if (!references.length) return 0;
+    const { rows } = await sql<{ reference: string }>`
+      delete from document_dependency
+      where organization_id = ${t.organizationId} and livemode = ${t.livemode} and kind = 'reading'
+        and reference = any(${references}::text[])
+        and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      returning reference`.execute(this.db);
+    return rows.length;
   }
 
   /** Newest first: `fetch` rows after the id `afterId` (the kit's page() reads limit + 1). */

@@ -182,6 +182,11 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return { found: await app.store.existingVariantIds(t, req.variantIds.slice(0, 1000)) };
     },
 
+    findReadings: async (req, { ctx }) => {
+      const t = requireTenant(ctx);
+      return { found: await app.store.existingReadingIds(t, req.readingIds.slice(0, 1000)) };
+    },
+
     listUnits: async (request, { ctx }) => {
       // An absent filter may arrive as an empty string.
       const req = {

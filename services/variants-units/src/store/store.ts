@@ -254,6 +254,19 @@ export class VariantsUnitsStore {
     return rows.map((r) => r.id);
   }
 
+  /** The unit reading ids of the tenant among `ids` (the documents service's reconciler's question). */
+  async existingReadingIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const rows = await this.db
+      .selectFrom("unit_reading")
+      .where("organization_id", "=", t.organizationId)
+      .where("livemode", "=", t.livemode)
+      .select("id")
+      .where("id", "in", ids)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
   /**
    * Deletes variants by id with their events, in a removal effect's own transaction (`run`), committed before the
    * claims are released. With `cap`, first counts one destructive operation of the tenant today (UTC) within it,

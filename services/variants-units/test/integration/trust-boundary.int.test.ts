@@ -61,6 +61,7 @@ const calls = [
   { method: "listUnitReadings", request: () => ({ passportId: BATTERY, unitId }) },
   { method: "recordUnitReading", request: () => ({ passportId: BATTERY, unitId, bodyJson: reading }) },
   { method: "getUnitUsage", request: () => ({}) },
+  { method: "findReadings", request: () => ({ readingIds: ["rdg_1"] }) },
 ] as const;
 
 it("probes every method of the service", () => {
