@@ -164,10 +164,12 @@ describe("components", () => {
     const configmap = read("templates", "configmap.yaml");
     // The chart derives the variable from the component name: upper case, "-" as "_", then _ADDR ...
     expect(helpers).toContain(`{{- printf "%s_ADDR" (. | upper | replace "-" "_") -}}`);
-    // ... and announces it for every enabled gRPC component, in the ConfigMap every pod loads.
+    // ... and announces it for every enabled gRPC component, in the ConfigMap every pod loads, as its headless
+    // Service (the rendered values: tools/chart/helm.test.ts).
     expect(configmap).toMatch(
-      /if and \$c\.enabled \(eq \$c\.kind "grpc"\)[\s\S]*include "dpp\.addrVar" \$name/,
+      /if and \$c\.enabled \(eq \$c\.kind "grpc"\)[\s\S]*include "dpp\.addrVar" \$name \}\}: \{\{ include "dpp\.addr" /,
     );
+    expect(helpers).toContain('printf "dns:///%s:%v" (include "dpp.headlessName" .) .c.port');
     for (const s of registry.filter((e) => e.kind === "grpc")) expect(addrEnvOf(s.name)).toBe(s.addrEnv);
   });
 

@@ -212,3 +212,56 @@ describe("README.md's install steps", () => {
     }
   });
 });
+
+describe.each(Object.entries(VALUE_SETS))("gRPC addresses with the %s values", (_set, files) => {
+  const manifests = manifestsOf(template(files));
+  const services = new Map(manifests.filter((m) => m.kind === "Service").map((s) => [s.metadata.name, s]));
+  const deployments = manifests.filter((m) => m.kind === "Deployment");
+  const config = manifests.find((m) => m.kind === "ConfigMap" && m.metadata.name === "dpp-config")!;
+  const grpc = deployments.filter((d) => d.spec.template.spec.containers[0].ports[0].name === "grpc");
+
+  test("every gRPC component has a headless Service of ready pods, and keeps its ClusterIP Service", () => {
+    expect(grpc.length).toBeGreaterThan(0);
+    for (const d of grpc) {
+      const name = d.metadata.name;
+      const headless = services.get(`${name}-headless`);
+      const port = d.spec.template.spec.containers[0].ports[0].containerPort;
+      expect([name, headless?.spec]).toEqual([
+        name,
+        {
+          type: "ClusterIP",
+          clusterIP: "None",
+          publishNotReadyAddresses: false,
+          selector: d.spec.selector.matchLabels,
+          ports: [{ name: "grpc", port, targetPort: "grpc", protocol: "TCP", appProtocol: "grpc" }],
+        },
+      ]);
+      expect(services.get(name)?.spec.clusterIP).toBeUndefined();
+      expect(services.get(name)?.spec.type).toBe("ClusterIP");
+    }
+    // The http gateway has no headless Service.
+    expect(services.has("dpp-gateway-headless")).toBe(false);
+  });
+
+  test("every <NAME>_ADDR is dns:///<its headless Service>:<port>", () => {
+    const addrs = Object.fromEntries(Object.entries(config.data).filter(([k]) => k.endsWith("_ADDR")));
+    const expected = Object.fromEntries(
+      grpc.map((d) => {
+        const component = d.metadata.labels["app.kubernetes.io/component"] as string;
+        const port = d.spec.template.spec.containers[0].ports[0].containerPort;
+        return [
+          `${component.toUpperCase().replace(/-/g, "_")}_ADDR`,
+          `dns:///${d.metadata.name}-headless:${port}`,
+        ];
+      }),
+    );
+    expect(addrs).toEqual(expected);
+  });
+
+  test("the gRPC connection age and its grace are in the shared ConfigMap", () => {
+    expect(config.data).toMatchObject({
+      GRPC_MAX_CONNECTION_AGE_MS: "300000",
+      GRPC_MAX_CONNECTION_AGE_GRACE_MS: "30000",
+    });
+  });
+});
