@@ -214,13 +214,16 @@ describe("templates", () => {
     "configmap.yaml",
     "deployment.yaml",
     "hpa.yaml",
+    "grafana-dashboard.yaml",
     "ingress.yaml",
     "internal-auth-secret.yaml",
     "migrations-job.yaml",
     "networkpolicy.yaml",
     "pdb.yaml",
+    "prometheusrule.yaml",
     "service.yaml",
     "serviceaccount.yaml",
+    "servicemonitor.yaml",
   ];
 
   test("the expected template files exist", () => {
@@ -343,7 +346,7 @@ describe("internal authentication and network policies", () => {
     );
   });
 
-  test("each gRPC component's NetworkPolicy admits only its callers' pods and extraFrom, on its port, and never everyone", () => {
+  test("each gRPC component's NetworkPolicy admits only its callers' pods and extraFrom on its gRPC port, never everyone", () => {
     const np = template("networkpolicy.yaml");
     expect(np).toContain("{{- if .Values.networkPolicy.enabled }}");
     expect(np).toContain('{{- if and $c.enabled (eq $c.kind "grpc") }}');
@@ -354,9 +357,10 @@ describe("internal authentication and network policies", () => {
     expect(np).toContain("concat $peers ($.Values.networkPolicy.extraFrom | default list)");
     expect(np).toMatch(/ports:\n\s+- port: \{\{ \$c\.port \}\}\n\s+protocol: TCP/);
     // An ingress rule without `from` would admit every source: the callers' rule always has one, and with no
-    // peer (and no public httpPort) the policy admits none. Only a public httpPort is open to everyone.
+    // peer (and no public httpPort, no metrics port) the policy admits none. Only a public httpPort, and the
+    // metrics port while metrics.from is empty, are open to everyone (the rendered rules: tools/chart/helm.test.ts).
     expect(np).toMatch(
-      /\{\{- if or \$peers \$c\.httpPort \}\}\n {2}ingress:\n {4}\{\{- if \$peers \}\}\n {4}- from:/,
+      /\{\{- if or \$peers \$c\.httpPort \$metrics\.enabled \}\}\n {2}ingress:\n {4}\{\{- if \$peers \}\}\n {4}- from:/,
     );
     expect(np).toMatch(/\{\{- with \$c\.httpPort \}\}\n {4}- ports:\n {8}- port: \{\{ \. \}\}/);
     expect(np).toMatch(/\{\{- else \}\}\n {2}ingress: \[\]/);

@@ -37,11 +37,20 @@ function run(args: string[], opts: { cwd?: string } = {}) {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** `helm template dpp charts/dpp` with the given values files (and flags); fails the test with helm's stderr. */
+const renders = new Map<string, string>();
+
+/**
+ * `helm template dpp charts/dpp` with the given values files (and flags), once per argument list; fails the test
+ * with helm's stderr.
+ */
 function template(args: string[]): string {
+  const key = JSON.stringify(args);
+  const cached = renders.get(key);
+  if (cached !== undefined) return cached;
   const r = run(["template", "dpp", "charts/dpp", ...args]);
   if (r.status !== 0)
     throw new Error(`helm template ${args.join(" ")} failed (exit ${r.status}):\n${r.stderr}`);
+  renders.set(key, r.stdout);
   return r.stdout;
 }
 
@@ -263,5 +272,108 @@ describe.each(Object.entries(VALUE_SETS))("gRPC addresses with the %s values", (
       GRPC_MAX_CONNECTION_AGE_MS: "300000",
       GRPC_MAX_CONNECTION_AGE_GRACE_MS: "30000",
     });
+  });
+});
+
+describe("metrics", () => {
+  const defaults = manifestsOf(template(VALUE_SETS.default));
+  const production = manifestsOf(template(VALUE_SETS.production));
+  const off = manifestsOf(template([...VALUE_SETS.default, "--set", "metrics.enabled=false"]));
+  const kinds = (ms: Manifest[]) => ms.map((m) => m.kind);
+  const config = (ms: Manifest[]) =>
+    ms.find((m) => m.kind === "ConfigMap" && m.metadata.name === "dpp-config")!;
+  const repoFile = (p: string) => fs.readFileSync(path.join(repoRoot, p), "utf8");
+
+  test("every process gets METRICS_PORT and a metrics container port; every ClusterIP Service a metrics port", () => {
+    expect(config(defaults).data.METRICS_PORT).toBe("9464");
+    for (const d of defaults.filter((m) => m.kind === "Deployment"))
+      expect([d.metadata.name, d.spec.template.spec.containers[0].ports]).toEqual([
+        d.metadata.name,
+        expect.arrayContaining([{ name: "metrics", containerPort: 9464, protocol: "TCP" }]),
+      ]);
+    for (const s of defaults.filter((m) => m.kind === "Service")) {
+      const metrics = s.spec.ports.filter((p: { name: string }) => p.name === "metrics");
+      if (s.spec.clusterIP === "None") expect([s.metadata.name, metrics]).toEqual([s.metadata.name, []]);
+      else
+        expect([s.metadata.name, metrics]).toEqual([
+          s.metadata.name,
+          [{ name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP", appProtocol: "http" }],
+        ]);
+    }
+  });
+
+  test("each gRPC component's NetworkPolicy admits the metrics port: from anywhere by default, from metrics.from when set", () => {
+    const rule = (ms: Manifest[]) =>
+      ms
+        .filter((m) => m.kind === "NetworkPolicy")
+        .map((np) =>
+          np.spec.ingress.find((r: any) => r.ports.some((p: { port: number }) => p.port === 9464)),
+        );
+    expect(rule(defaults).length).toBeGreaterThan(0);
+    for (const r of rule(defaults)) expect(r).toEqual({ ports: [{ port: 9464, protocol: "TCP" }] });
+    for (const r of rule(production))
+      expect(r).toEqual({
+        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }],
+        ports: [{ port: 9464, protocol: "TCP" }],
+      });
+  });
+
+  test("metrics.enabled=false: METRICS_PORT=off and no metrics port anywhere", () => {
+    expect(config(off).data.METRICS_PORT).toBe("off");
+    expect(JSON.stringify(off)).not.toContain('"metrics"');
+    expect(JSON.stringify(off)).not.toContain("9464");
+  });
+
+  test("no ServiceMonitor, PrometheusRule or dashboard by default", () => {
+    expect(kinds(defaults)).not.toContain("ServiceMonitor");
+    expect(kinds(defaults)).not.toContain("PrometheusRule");
+    expect(defaults.map((m) => m.metadata.name)).not.toContain("dpp-grafana-dashboard");
+  });
+
+  test("the ServiceMonitor scrapes the ClusterIP Services' metrics port, not the headless ones, with its labels", () => {
+    const sm = production.find((m) => m.kind === "ServiceMonitor")!;
+    expect(sm.metadata.labels.release).toBe("kube-prometheus-stack");
+    expect(sm.spec.selector.matchExpressions).toEqual([{ key: "dpp/headless", operator: "DoesNotExist" }]);
+    expect(sm.spec.endpoints).toEqual([
+      expect.objectContaining({ port: "metrics", path: "/metrics", interval: "30s", scrapeTimeout: "10s" }),
+    ]);
+    const selected = production.filter(
+      (m) =>
+        m.kind === "Service" &&
+        Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => m.metadata.labels[k] === v) &&
+        !("dpp/headless" in m.metadata.labels),
+    );
+    const all = production.filter((m) => m.kind === "Service");
+    expect(selected.map((s) => s.metadata.name).sort()).toEqual(
+      all
+        .filter((s) => s.spec.clusterIP !== "None")
+        .map((s) => s.metadata.name)
+        .sort(),
+    );
+    expect(selected.every((s) => s.metadata.labels["app.kubernetes.io/part-of"] === "dpp")).toBe(true);
+  });
+
+  test("the PrometheusRule holds the rule groups of deploy/prometheus/alerts.yaml", () => {
+    const rule = production.find((m) => m.kind === "PrometheusRule")!;
+    expect(rule.metadata.labels.release).toBe("kube-prometheus-stack");
+    expect(rule.spec.groups).toEqual(YAML.parse(repoFile("deploy/prometheus/alerts.yaml")).groups);
+  });
+
+  test("the dashboard ConfigMap holds deploy/grafana/dpp-dashboard.json, labelled for Grafana's sidecar", () => {
+    const cm = production.find((m) => m.metadata.name === "dpp-grafana-dashboard")!;
+    expect(cm.metadata.labels.grafana_dashboard).toBe("1");
+    expect(cm.metadata.annotations).toEqual({ grafana_folder: "DPP" });
+    expect(JSON.parse(cm.data["dpp-dashboard.json"])).toEqual(
+      JSON.parse(repoFile("deploy/grafana/dpp-dashboard.json")),
+    );
+  });
+
+  test("the chart's copies of the alert rules and the dashboard are the files under deploy/ (npm run -s gen:registry)", () => {
+    expect(repoFile("charts/dpp/files/prometheus-alerts.yaml")).toBe(
+      repoFile("deploy/prometheus/alerts.yaml"),
+    );
+    expect(repoFile("charts/dpp/files/grafana-dashboard.json")).toBe(
+      repoFile("deploy/grafana/dpp-dashboard.json"),
+    );
   });
 });
