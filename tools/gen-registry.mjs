@@ -495,7 +495,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       );
       process.exit(1);
     }
-    console.log(`Files generated from services.json are current (${Object.keys(targets).length + Object.keys(chartCopies).length} files).`);
+    console.log(
+      `Files generated from services.json are current (${Object.keys(targets).length + Object.keys(chartCopies).length} files).`,
+    );
   } else {
     for (const [file, text] of Object.entries(await render())) {
       fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
