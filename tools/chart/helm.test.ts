@@ -25,7 +25,12 @@ const updateGolden = process.env.DPP_CHART_GOLDEN === "update";
 const OLDEST = "1.27";
 const NEWEST = "1.36";
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: any };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: any;
+};
 
 function run(args: string[], opts: { cwd?: string } = {}) {
   const r = spawnSync(helm, args, {
