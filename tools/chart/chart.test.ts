@@ -93,6 +93,10 @@ describe("values.yaml against values.schema.json", () => {
     ["a private key that is not base64url Ed25519", (v) => (v.internalAuth.privateKeys.gateway = "secret")],
     ["an unknown key under internalAuth", (v) => (v.internalAuth.trustedKeys = {})],
     ["no networkPolicy switch", (v) => delete v.networkPolicy.enabled],
+    ["a scrape interval that is not a duration", (v) => (v.metrics.serviceMonitor.interval = "30")],
+    ["an unknown key under metrics", (v) => (v.metrics.scrape = true)],
+    ["a metrics port out of range", (v) => (v.metrics.port = 0)],
+    ["a gRPC connection age below a second", (v) => (v.config.grpcMaxConnectionAgeMs = 10)],
   ];
   test.each(rejected)("rejects %s", (_what, mutate) => {
     const v = clone(values);
