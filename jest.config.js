@@ -1,6 +1,6 @@
 // One jest run for the whole workspace: a single summary line at the end.
 // One project per registered service (services.json), plus the shared libraries (contract, kit, bus), tools,
-// the SDK (client), e2e and the static checks (checks: each step of `npm run check` as one test).
+// the Helm chart (chart), the SDK (client), e2e and the static checks (checks: each step of `npm run check` as one test).
 const { services } = require("./services.json");
 
 const swc = [
@@ -34,7 +34,11 @@ module.exports = {
     // The bus's Kafka tests start librdkafka's mock cluster: one message when it cannot run here.
     project("bus", "<rootDir>/packages/bus", { globalSetup: `${__dirname}/tools/jest/kafka-mock-check.mjs` }),
     ...services.map((s) => project(s.name, `<rootDir>/${s.folder}`)),
-    project("tools", "<rootDir>/tools", { testPathIgnorePatterns: ["/node_modules/", "/jest/", "/checks/"] }),
+    project("tools", "<rootDir>/tools", {
+      testPathIgnorePatterns: ["/node_modules/", "/jest/", "/checks/", "<rootDir>/chart/"],
+    }),
+    // The Helm chart's tests run helm lint and helm template: the project's globalSetup fetches the pinned helm.
+    project("chart", "<rootDir>/tools/chart", { globalSetup: `${__dirname}/tools/jest/helm-setup.mjs` }),
     project("client", "<rootDir>/packages/client"),
     project("cli", "<rootDir>/packages/cli"),
     // testTimeout is a global option: the e2e project sets its own (hooks included) in a setup file.

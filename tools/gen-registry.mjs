@@ -12,6 +12,9 @@
 //   charts/dpp/registry.generated.yaml            the chart's defaults of each registered component (the
 //                                                 chart reads it; values.yaml overrides), and the component
 //                                                 names of charts/dpp/values.schema.json
+//   charts/dpp/files/prometheus-alerts.yaml       verbatim copies of deploy/prometheus/alerts.yaml and
+//   charts/dpp/files/grafana-dashboard.json       deploy/grafana/dpp-dashboard.json: Helm's .Files.Get reads only
+//                                                 files inside the chart (its PrometheusRule and dashboard)
 //   services/gateway/src/modules/index.generated.ts  the gateway's module list: its own modules, then each
 //                                                 fronted service's (services/<name>/gateway/module.ts, or
 //                                                 services/gateway/src/modules/<module>/module.ts)
@@ -40,6 +43,11 @@ const targets = {
   catalogues: "services/contract/src/catalogue/index.generated.ts",
   chart: "charts/dpp/registry.generated.yaml",
   chartSchema: "charts/dpp/values.schema.json",
+};
+/** Files the chart embeds, copied into it from their place in the repository (target: source). */
+const chartCopies = {
+  "charts/dpp/files/prometheus-alerts.yaml": "deploy/prometheus/alerts.yaml",
+  "charts/dpp/files/grafana-dashboard.json": "deploy/grafana/dpp-dashboard.json",
 };
 
 function readRegistry() {
@@ -467,6 +475,9 @@ export async function render() {
     [targets.catalogues]: await format(targets.catalogues, cataloguesIndex()),
     [targets.chart]: await format(targets.chart, chartRegistry(services)),
     [targets.chartSchema]: await format(targets.chartSchema, chartSchema(services)),
+    ...Object.fromEntries(
+      Object.entries(chartCopies).map(([to, from]) => [to, fs.readFileSync(path.join(root, from), "utf8")]),
+    ),
   };
 }
 
@@ -484,9 +495,12 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       );
       process.exit(1);
     }
-    console.log(`Files generated from services.json are current (${Object.keys(targets).length} files).`);
+    console.log(
+      `Files generated from services.json are current (${Object.keys(targets).length + Object.keys(chartCopies).length} files).`,
+    );
   } else {
     for (const [file, text] of Object.entries(await render())) {
+      fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
       fs.writeFileSync(path.join(root, file), text);
       console.log(`wrote ${file}`);
     }

@@ -1,23 +1,16 @@
 /**
- * Static checks of the Helm chart in charts/dpp.
- *
- * No `helm` binary can be installed on the development and CI machines (not in
- * Debian bookworm, not on npm), so `helm lint` and `helm template` cannot run
- * here. What can be checked without it is checked here:
+ * Checks of the Helm chart in charts/dpp that Helm itself does not make (tools/chart/helm.test.ts runs the pinned
+ * helm: `helm lint --strict`, `helm template`, the rendered manifests against the Kubernetes API schemas, the
+ * golden renders):
  * - Chart.yaml and values.yaml parse (the `yaml` package) and say what they must;
  * - values.yaml is valid against values.schema.json (ajv, draft-07), and the
  *   schema rejects what it must (unknown keys, unknown components, bad types);
- * - every template's `{{ }}` actions are balanced and its if/range/with/define
- *   blocks are closed;
- * - every `.Values.x.y` path a template reads exists in values.yaml;
+ * - every `.Values.x.y` path a template reads exists in values.yaml (helm renders a missing one as empty);
  * - every service of the registry (services.json) has an enabled component of
  *   its kind and port, whose <NAME>_ADDR is the registry's, and every enabled
  *   component is a registered service;
  * - internal authentication and the NetworkPolicies are wired as designed;
  * - README.md documents every value.
- * Where helm exists (a release pipeline), also run, with keys from
- * services/kit/src/internal-auth-keygen.ts (the chart refuses to render without them):
- *   helm lint charts/dpp -f keys.yaml && helm template dpp charts/dpp -f keys.yaml
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -100,6 +93,10 @@ describe("values.yaml against values.schema.json", () => {
     ["a private key that is not base64url Ed25519", (v) => (v.internalAuth.privateKeys.gateway = "secret")],
     ["an unknown key under internalAuth", (v) => (v.internalAuth.trustedKeys = {})],
     ["no networkPolicy switch", (v) => delete v.networkPolicy.enabled],
+    ["a scrape interval that is not a duration", (v) => (v.metrics.serviceMonitor.interval = "30")],
+    ["an unknown key under metrics", (v) => (v.metrics.scrape = true)],
+    ["a metrics port out of range", (v) => (v.metrics.port = 0)],
+    ["a gRPC connection age below a second", (v) => (v.config.grpcMaxConnectionAgeMs = 10)],
   ];
   test.each(rejected)("rejects %s", (_what, mutate) => {
     const v = clone(values);
@@ -171,10 +168,12 @@ describe("components", () => {
     const configmap = read("templates", "configmap.yaml");
     // The chart derives the variable from the component name: upper case, "-" as "_", then _ADDR ...
     expect(helpers).toContain(`{{- printf "%s_ADDR" (. | upper | replace "-" "_") -}}`);
-    // ... and announces it for every enabled gRPC component, in the ConfigMap every pod loads.
+    // ... and announces it for every enabled gRPC component, in the ConfigMap every pod loads, as its headless
+    // Service (the rendered values: tools/chart/helm.test.ts).
     expect(configmap).toMatch(
-      /if and \$c\.enabled \(eq \$c\.kind "grpc"\)[\s\S]*include "dpp\.addrVar" \$name/,
+      /if and \$c\.enabled \(eq \$c\.kind "grpc"\)[\s\S]*include "dpp\.addrVar" \$name \}\}: \{\{ include "dpp\.addr" /,
     );
+    expect(helpers).toContain('printf "dns:///%s:%v" (include "dpp.headlessName" .) .c.port');
     for (const s of registry.filter((e) => e.kind === "grpc")) expect(addrEnvOf(s.name)).toBe(s.addrEnv);
   });
 
@@ -219,77 +218,20 @@ describe("templates", () => {
     "configmap.yaml",
     "deployment.yaml",
     "hpa.yaml",
+    "grafana-dashboard.yaml",
     "ingress.yaml",
     "internal-auth-secret.yaml",
     "migrations-job.yaml",
     "networkpolicy.yaml",
     "pdb.yaml",
+    "prometheusrule.yaml",
     "service.yaml",
     "serviceaccount.yaml",
+    "servicemonitor.yaml",
   ];
 
   test("the expected template files exist", () => {
     expect(files).toEqual(expect.arrayContaining(expected));
-  });
-
-  /** The actions of a Go template, in order; throws on an unclosed or nested `{{`. */
-  function actions(text: string): string[] {
-    const out: string[] = [];
-    let i = 0;
-    for (;;) {
-      const open = text.indexOf("{{", i);
-      const strayClose = text.indexOf("}}", i);
-      if (open === -1) {
-        if (strayClose !== -1) throw new Error(`"}}" without "{{" at offset ${strayClose}`);
-        return out;
-      }
-      if (strayClose !== -1 && strayClose < open)
-        throw new Error(`"}}" without "{{" at offset ${strayClose}`);
-      const close = text.indexOf("}}", open + 2);
-      if (close === -1) throw new Error(`"{{" without "}}" at offset ${open}`);
-      const body = text.slice(open + 2, close);
-      // A comment may hold anything but its own terminator; any other action no "{{".
-      if (!/^-?\s*\/\*/.test(body) && body.includes("{{")) throw new Error(`nested "{{" at offset ${open}`);
-      out.push(body);
-      i = close + 2;
-    }
-  }
-
-  /** Checks that if/range/with/define/block open and `end` closes, with else only inside a block. */
-  function checkBlocks(text: string): void {
-    const stack: string[] = [];
-    for (const raw of actions(text)) {
-      const body = raw.replace(/^-\s/, "").replace(/\s-$/, "").trim();
-      if (body.startsWith("/*")) {
-        if (!body.endsWith("*/")) throw new Error(`unterminated comment: {{${raw}}}`);
-        continue;
-      }
-      const word = body.split(/[\s(]/)[0];
-      if (["if", "range", "with", "define", "block"].includes(word)) stack.push(word);
-      else if (word === "else") {
-        if (stack.length === 0) throw new Error("else outside a block");
-      } else if (word === "end") {
-        if (stack.pop() === undefined) throw new Error("end without a block");
-      }
-    }
-    if (stack.length > 0) throw new Error(`unclosed ${stack.join(", ")}`);
-  }
-
-  test.each(files)("%s has balanced actions and closed blocks", (file) => {
-    const text = fs.readFileSync(path.join(templatesDir, file), "utf8");
-    expect(text.length).toBeGreaterThan(0);
-    expect(() => checkBlocks(text)).not.toThrow();
-    if (file !== "_helpers.tpl") expect(actions(text).length).toBeGreaterThan(0);
-  });
-
-  test("the block checker itself rejects broken templates", () => {
-    expect(() => checkBlocks("{{ if .a }}x")).toThrow(/unclosed/);
-    expect(() => checkBlocks("x {{ end }}")).toThrow(/without a block/);
-    expect(() => checkBlocks("{{ .a }")).toThrow(/without/);
-    expect(() => checkBlocks("{{ .a {{ .b }}")).toThrow(/nested/);
-    expect(() =>
-      checkBlocks("{{- range $k, $v := .x }}{{ if $v }}a{{ else }}b{{ end }}{{- end }}"),
-    ).not.toThrow();
   });
 
   test("every .Values path a template reads exists in values.yaml", () => {
@@ -408,7 +350,7 @@ describe("internal authentication and network policies", () => {
     );
   });
 
-  test("each gRPC component's NetworkPolicy admits only its callers' pods and extraFrom, on its port, and never everyone", () => {
+  test("each gRPC component's NetworkPolicy admits only its callers' pods and extraFrom on its gRPC port, never everyone", () => {
     const np = template("networkpolicy.yaml");
     expect(np).toContain("{{- if .Values.networkPolicy.enabled }}");
     expect(np).toContain('{{- if and $c.enabled (eq $c.kind "grpc") }}');
@@ -419,9 +361,10 @@ describe("internal authentication and network policies", () => {
     expect(np).toContain("concat $peers ($.Values.networkPolicy.extraFrom | default list)");
     expect(np).toMatch(/ports:\n\s+- port: \{\{ \$c\.port \}\}\n\s+protocol: TCP/);
     // An ingress rule without `from` would admit every source: the callers' rule always has one, and with no
-    // peer (and no public httpPort) the policy admits none. Only a public httpPort is open to everyone.
+    // peer (and no public httpPort, no metrics port) the policy admits none. Only a public httpPort, and the
+    // metrics port while metrics.from is empty, are open to everyone (the rendered rules: tools/chart/helm.test.ts).
     expect(np).toMatch(
-      /\{\{- if or \$peers \$c\.httpPort \}\}\n {2}ingress:\n {4}\{\{- if \$peers \}\}\n {4}- from:/,
+      /\{\{- if or \$peers \$c\.httpPort \$metrics\.enabled \}\}\n {2}ingress:\n {4}\{\{- if \$peers \}\}\n {4}- from:/,
     );
     expect(np).toMatch(/\{\{- with \$c\.httpPort \}\}\n {4}- ports:\n {8}- port: \{\{ \. \}\}/);
     expect(np).toMatch(/\{\{- else \}\}\n {2}ingress: \[\]/);
@@ -509,7 +452,8 @@ describe("README.md", () => {
     expect(readme).toMatch(/defence in depth/i);
   });
 
-  test("says that helm cannot run on these machines", () => {
-    expect(readme).toMatch(/no `helm` binary/i);
+  test("says how the chart is checked with the pinned helm and how to update the golden renders", () => {
+    expect(readme).toContain("node tools/chart/helm.mjs");
+    expect(readme).toContain("npm run chart:golden");
   });
 });

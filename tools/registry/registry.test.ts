@@ -242,7 +242,7 @@ describe("services.json", () => {
 });
 
 describe("what the registry drives", () => {
-  test("jest has one project per registered service, besides the shared libraries, tools, the SDK, e2e and the static checks", () => {
+  test("jest has one project per registered service, besides the shared libraries, tools, the Helm chart, the SDK, e2e and the static checks", () => {
     // jest.config.js is CommonJS (jest loads it with require); so does this test.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const config = require(path.join(REPO_ROOT, "jest.config.js")) as {
@@ -255,6 +255,7 @@ describe("what the registry drives", () => {
       "bus <rootDir>/packages/bus",
       ...registry.map((s) => `${s.name} <rootDir>/${s.folder}`),
       "tools <rootDir>/tools",
+      "chart <rootDir>/tools/chart",
       "client <rootDir>/packages/client",
       "cli <rootDir>/packages/cli",
       "e2e <rootDir>/test-e2e",

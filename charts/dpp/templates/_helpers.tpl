@@ -22,6 +22,20 @@ Helpers of the dpp chart. Component-scoped helpers take a context built as
 {{- printf "%s-%s" (include "dpp.fullname" .root) .name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Name of a gRPC component's headless Service (component context): <prefix>-<component>-headless, the prefix and
+component cut so that the whole stays a 63-character DNS label. Its DNS name resolves to the ready pods' addresses,
+which the callers' gRPC clients balance over (round robin).
+*/}}
+{{- define "dpp.headlessName" -}}
+{{- printf "%s-%s" (include "dpp.fullname" .root) .name | trunc 54 | trimSuffix "-" | printf "%s-headless" -}}
+{{- end -}}
+
+{{/* <NAME>_ADDR of a gRPC component (component context): dns:///<headless Service>:<port>. */}}
+{{- define "dpp.addr" -}}
+{{- printf "dns:///%s:%v" (include "dpp.headlessName" .) .c.port -}}
+{{- end -}}
+
 {{/* <NAME>_ADDR variable name of a component: variants-units -> VARIANTS_UNITS_ADDR. */}}
 {{- define "dpp.addrVar" -}}
 {{- printf "%s_ADDR" (. | upper | replace "-" "_") -}}
