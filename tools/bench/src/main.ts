@@ -37,7 +37,7 @@ import {
 import { processCpuMs, treeCpuMs } from "./procstat";
 import { ProfileFile } from "./profile";
 import { benchDocumentUpload, uploadTable } from "./documents";
-import { benchVariants, variantsTable, type VariantFigures } from "./variants";
+import { benchVariants, profileVariants, variantsTable, type VariantFigures } from "./variants";
 import { fmt, median, percentile, table } from "./stats";
 import { REFERENCE_DDL, REFERENCE_SCHEMA } from "../reference/schema";
 
@@ -986,6 +986,54 @@ async function profileRounds(
     "",
     `CPU profiles (${path.relative(REPO_ROOT, PROFILE_RUN_DIR)}): top 10 self time per service, one round of ${opts.seconds} s per case`,
   ];
+  /**
+   * `work` with every service under the profiler and Postgres' statement counts reset before it; then each
+   * service's top functions and the top statements, per request of the `requests` it says it made.
+   */
+  const profiled = async (label: string, requests: () => number, work: () => Promise<void>) => {
+    const before = new Set(fs.readdirSync(PROFILE_RUN_DIR));
+    await running.stats!.query("select pg_stat_statements_reset()");
+    const t0 = performance.now();
+    signal();
+    await work();
+    signal();
+    const seconds = (performance.now() - t0) / 1000;
+    // Every statement of the round, the relay's and the feed's that follow it included.
+    await sleep(1000);
+    const statements = await topStatements(running.stats!, 10);
+    const files = new Map<number, string>();
+    for (const until = Date.now() + 30000; files.size < services.length && Date.now() < until;) {
+      await sleep(200);
+      for (const name of fs.readdirSync(PROFILE_RUN_DIR)) {
+        const m = /^(\d+)\.\d+\.cpuprofile$/.exec(name);
+        if (m && !before.has(name)) files.set(Number(m[1]), path.join(PROFILE_RUN_DIR, name));
+      }
+    }
+    const n = requests();
+    out.push("", `${label}: ${n} requests in ${fmt(seconds)} s`);
+    for (const s of services) {
+      const file = files.get(s.process.pid!);
+      if (!file) {
+        out.push(`  ${s.name}: no profile written`);
+        continue;
+      }
+      const sum = new ProfileFile(file).summarize(10);
+      out.push(`  ${s.name}: busy ${fmt(sum.busyMs)} ms (${fmt(sum.busyMs / Math.max(1, n))} ms/req)`);
+      for (const h of sum.top)
+        out.push(
+          `    ${fmt(h.selfMs).padStart(7)} ms ${((100 * h.selfMs) / Math.max(1, sum.busyMs)).toFixed(1).padStart(5)}%  ${h.name}`,
+        );
+    }
+    const perReq = (ms: number) => fmt((1000 * ms) / Math.max(1, n));
+    out.push(
+      `  postgres statements (pg_stat_statements, top 10 by planning + execution time; µs per request):`,
+      `    ${"plan".padStart(7)} ${"exec".padStart(7)} ${"calls/req".padStart(9)}  statement`,
+    );
+    for (const st of statements)
+      out.push(
+        `    ${perReq(st.planMs).padStart(7)} ${perReq(st.execMs).padStart(7)} ${fmt(st.calls / Math.max(1, n)).padStart(9)}  ${st.query}`,
+      );
+  };
   for (const kase of opts.cases) {
     log(`profiling ${kase}...`);
     const measured = median(results.get(kase)?.full.map((r) => r.rps) ?? []);
@@ -1004,45 +1052,22 @@ async function profileRounds(
         input: { ...input("full", kase), drafts: d },
       });
     await send(opts.warmup, warmDrafts);
-    const before = new Set(fs.readdirSync(PROFILE_RUN_DIR));
-    await running.stats!.query("select pg_stat_statements_reset()");
-    signal();
-    const r = await send(opts.seconds, drafts);
-    signal();
-    // Every statement of the round, the relay's and the feed's that follow it included.
-    await sleep(1000);
-    const statements = await topStatements(running.stats!, 10);
-    const files = new Map<number, string>();
-    for (const until = Date.now() + 30000; files.size < services.length && Date.now() < until;) {
-      await sleep(200);
-      for (const name of fs.readdirSync(PROFILE_RUN_DIR)) {
-        const m = /^(\d+)\.\d+\.cpuprofile$/.exec(name);
-        if (m && !before.has(name)) files.set(Number(m[1]), path.join(PROFILE_RUN_DIR, name));
-      }
-    }
-    out.push("", `${kase}: ${r.ok} requests in ${fmt(r.seconds)} s`);
-    for (const s of services) {
-      const file = files.get(s.process.pid!);
-      if (!file) {
-        out.push(`  ${s.name}: no profile written`);
-        continue;
-      }
-      const sum = new ProfileFile(file).summarize(10);
-      out.push(`  ${s.name}: busy ${fmt(sum.busyMs)} ms (${fmt(sum.busyMs / Math.max(1, r.ok))} ms/req)`);
-      for (const h of sum.top)
-        out.push(
-          `    ${fmt(h.selfMs).padStart(7)} ms ${((100 * h.selfMs) / Math.max(1, sum.busyMs)).toFixed(1).padStart(5)}%  ${h.name}`,
-        );
-    }
-    const perReq = (ms: number) => fmt((1000 * ms) / Math.max(1, r.ok));
-    out.push(
-      `  postgres statements (pg_stat_statements, top 10 by planning + execution time; µs per request):`,
-      `    ${"plan".padStart(7)} ${"exec".padStart(7)} ${"calls/req".padStart(9)}  statement`,
+    let r: RunResult | undefined;
+    await profiled(
+      kase,
+      () => r?.ok ?? 0,
+      async () => {
+        r = await send(opts.seconds, drafts);
+      },
     );
-    for (const st of statements)
-      out.push(
-        `    ${perReq(st.planMs).padStart(7)} ${perReq(st.execMs).padStart(7)} ${fmt(st.calls / Math.max(1, r.ok)).padStart(9)}  ${st.query}`,
-      );
+  }
+  // The variant batches: their POSTs in one profiled span, then their removals in another.
+  if (opts.variantRounds > 0) {
+    log("profiling the variant batches...");
+    const rounds = Math.max(3, opts.variantRounds);
+    await profileVariants(target, rounds, 1000, (label, requests, work) =>
+      profiled(label, () => requests, work),
+    );
   }
   console.log(out.join("\n"));
 }

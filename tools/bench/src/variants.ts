@@ -55,6 +55,36 @@ async function draft(full: Target): Promise<string> {
   return body.id;
 }
 
+/** Fresh variants with GTINs from `next` on (a counter the caller keeps across batches). */
+function freshVariants(size: number, next: { n: number }) {
+  return Array.from({ length: size }, (_, n) => ({ gtin: gtin13(next.n++), size: `S${n}`, colour: "Black" }));
+}
+
+/** The first GTIN body of a run: far from every other run's. */
+const firstGtin = () => ({ n: 600_000_000_000 + Math.floor(Math.random() * 1_000_000) * 100_000 });
+
+/** One batch's POST, timed. */
+function postBatch(target: Target, passportId: string, variants: ReturnType<typeof freshVariants>) {
+  return timed(target, `/passports/${passportId}/variants`, { variants }, 201);
+}
+
+/** One batch's removal, timed; throws unless every GTIN was removed. */
+async function removeBatch(
+  target: Target,
+  passportId: string,
+  variants: ReturnType<typeof freshVariants>,
+): Promise<number> {
+  const removal = await timed(
+    target,
+    `/passports/${passportId}/variants/remove`,
+    { gtins: variants.map((v) => v.gtin) },
+    200,
+  );
+  if ((removal.json as { removed: string[] }).removed.length !== variants.length)
+    throw new Error(`the removal removed ${JSON.stringify(removal.json).slice(0, 200)}`);
+  return removal.ms;
+}
+
 export async function benchVariants(
   targets: { full: Target; ref: Target },
   rounds: number,
@@ -63,34 +93,48 @@ export async function benchVariants(
   log: (line: string) => void = () => undefined,
 ): Promise<VariantFigures> {
   const passports = { full: await draft(targets.full), ref: "ref_variants_bench" };
-  let next = 600_000_000_000 + Math.floor(Math.random() * 1_000_000) * 100_000;
+  const next = firstGtin();
   const out: VariantFigures = { size, post: { full: [], ref: [] }, remove: { full: [], ref: [] } };
   // Warm-up rounds first (not kept), then the measured ones.
   for (let i = 0; i < warmup + rounds; i++)
     for (const side of ["ref", "full"] as const) {
-      const variants = Array.from({ length: size }, (_, n) => ({
-        gtin: gtin13(next++),
-        size: `S${n}`,
-        colour: "Black",
-      }));
-      const path = `/passports/${passports[side]}/variants`;
-      const post = await timed(targets[side], path, { variants }, 201);
-      const removal = await timed(
-        targets[side],
-        `${path}/remove`,
-        { gtins: variants.map((v) => v.gtin) },
-        200,
-      );
-      if ((removal.json as { removed: string[] }).removed.length !== size)
-        throw new Error(`${side}: the removal removed ${JSON.stringify(removal.json).slice(0, 200)}`);
+      const variants = freshVariants(size, next);
+      const post = await postBatch(targets[side], passports[side], variants);
+      const removalMs = await removeBatch(targets[side], passports[side], variants);
       if (i < warmup) continue;
       out.post[side].push(post.ms);
-      out.remove[side].push(removal.ms);
-      log(
-        `  variants ${side} round ${i - warmup + 1}: POST ${fmt(post.ms)} ms, remove ${fmt(removal.ms)} ms`,
-      );
+      out.remove[side].push(removalMs);
+      log(`  variants ${side} round ${i - warmup + 1}: POST ${fmt(post.ms)} ms, remove ${fmt(removalMs)} ms`);
     }
   return out;
+}
+
+/**
+ * The variant batches under the profiler (--profile): `rounds` POSTs of `size` variants on the full system, then
+ * their removals, each kind one profiled span (`profiled` starts the profilers and Postgres' statement counts
+ * before `work` and reads them after it). Warmed up by one POST and its removal first.
+ */
+export async function profileVariants(
+  full: Target,
+  rounds: number,
+  size: number,
+  profiled: (label: string, requests: number, work: () => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const next = firstGtin();
+  const warmId = await draft(full);
+  const warm = freshVariants(size, next);
+  await postBatch(full, warmId, warm);
+  await removeBatch(full, warmId, warm);
+  // A passport per batch: the batches are all stored before the first removal (pairs and the limit are per passport).
+  const batches: { passportId: string; variants: ReturnType<typeof freshVariants> }[] = [];
+  for (let i = 0; i < rounds; i++)
+    batches.push({ passportId: await draft(full), variants: freshVariants(size, next) });
+  await profiled(`POST .../variants (${size}), one at a time`, rounds, async () => {
+    for (const b of batches) await postBatch(full, b.passportId, b.variants);
+  });
+  await profiled(`POST .../variants/remove (${size}), one at a time`, rounds, async () => {
+    for (const b of batches) await removeBatch(full, b.passportId, b.variants);
+  });
 }
 
 export function variantsTable(f: VariantFigures): string[] {

@@ -50,20 +50,31 @@ export async function claimGtins(
     const found = await tx.existingIds(t, passportIds);
     const missing = passportIds.find((p) => !found.includes(p));
     if (missing) throw notFound(missing);
-    await tx.insertClaims(
-      t,
-      normalized.map((c) => ({
-        gtin: c.gtin,
-        passport_id: c.passport_id,
-        role: "variant",
-        owner_id: c.owner_id,
-      })),
+    // One insert of the whole batch; only the GTINs it did not insert (held already: by the same owner on a
+    // retry, by the passport's own lead, or by another passport) have their holders read.
+    const inserted = new Set(
+      await tx.insertClaims(
+        t,
+        normalized.map((c) => ({
+          gtin: c.gtin,
+          passport_id: c.passport_id,
+          role: "variant",
+          owner_id: c.owner_id,
+        })),
+      ),
     );
-    const holders = await tx.claimHolders(
-      t,
-      normalized.map((c) => c.gtin),
-    );
+    const held = normalized.filter((c) => !inserted.has(c.gtin)).map((c) => c.gtin);
+    const holders = held.length ? await tx.claimHolders(t, held) : [];
     const byGtin = new Map(holders.map((r) => [r.gtin, r]));
+    for (const c of normalized)
+      if (inserted.has(c.gtin))
+        byGtin.set(c.gtin, {
+          gtin: c.gtin,
+          passport_id: c.passport_id,
+          owner_id: c.owner_id,
+          role: "variant",
+          product_name: null,
+        });
     const out: HeldClaim[] = [];
     const conflicts: Record<string, unknown>[] = [];
     normalized.forEach((c, i) => {

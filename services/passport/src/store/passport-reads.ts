@@ -196,7 +196,7 @@ export class PassportReads {
       ])
       .where("c.organization_id", "=", t.organizationId)
       .where("c.livemode", "=", t.livemode)
-      .where("c.gtin", "in", gtins)
+      .where("c.gtin", "=", sql<string>`any(${gtins}::text[])`)
       .execute();
   }
 

@@ -76,23 +76,20 @@ export class PassportTx extends PassportReads {
     return rows[0];
   }
 
-  /** Inserts the claims whose GTIN nobody holds in the tenant; returns the GTINs inserted. */
+  /**
+   * Inserts the claims whose GTIN nobody holds in the tenant; returns the GTINs inserted. One statement from
+   * arrays (`unnest`), whatever the batch's size: one statement text, so one prepared plan, and one parameter per
+   * column rather than one per value.
+   */
   async insertClaims(t: Tenant, claims: ClaimRow[]): Promise<string[]> {
-    const rows = await this.trx
-      .insertInto("gtin_claim")
-      .values(
-        claims.map((c) => ({
-          organization_id: t.organizationId,
-          livemode: t.livemode,
-          gtin: c.gtin,
-          passport_id: c.passport_id,
-          role: c.role,
-          owner_id: c.owner_id,
-        })),
-      )
-      .onConflict((oc) => oc.columns(["organization_id", "livemode", "gtin"]).doNothing())
-      .returning("gtin")
-      .execute();
+    const { rows } = await sql<{ gtin: string }>`
+      insert into gtin_claim (organization_id, livemode, gtin, passport_id, role, owner_id)
+      select ${t.organizationId}, ${t.livemode}, c.gtin, c.passport_id, c.role, c.owner_id
+      from unnest(${claims.map((c) => c.gtin)}::text[], ${claims.map((c) => c.passport_id)}::text[],
+        ${claims.map((c) => c.role)}::text[], ${claims.map((c) => c.owner_id)}::text[])
+        as c(gtin, passport_id, role, owner_id)
+      on conflict (organization_id, livemode, gtin) do nothing
+      returning gtin`.execute(this.trx);
     return rows.map((r) => r.gtin);
   }
 

@@ -232,9 +232,17 @@ function capRefusal(cap: number): ApiError {
 
 const capOf = (ctx: RequestContext) => ctx.plan?.destructiveOperationCap ?? 20;
 
+/** A removed row's claim: released at passport once the removal's batches ran. */
+interface Removed {
+  gtin: string;
+  id: string;
+}
+
 /**
  * One batch of a removal, run once per key as an effect: its rows are deleted (and, for the first batch of a
- * destructive call, the cap counted) in a transaction of its own, committed before the claims are released.
+ * destructive call, the cap counted) in a transaction of its own. Their claims are released after the removal's
+ * last batch, all in one call (releaseRemoved). A batch recorded as a list of GTINs (before the release moved
+ * out of the batch) had its claims released within it: such a replay has nothing left to release.
  */
 async function removeBatch(
   app: VariantsUnitsApp,
@@ -244,9 +252,9 @@ async function removeBatch(
   rows: VariantRow[],
   n: number,
   countCap: boolean,
-): Promise<string[]> {
+): Promise<{ removed: string[]; release: Removed[] }> {
   const { ctx } = call;
-  return once(call, `remove-${n}`, async (effectKey, run) => {
+  const out = await once(call, `remove-${n}`, async (_effectKey, run): Promise<Removed[] | string[]> => {
     if (app.failRemovalBatch === n) throw new Error(`removal batch ${n} failed (fault injection)`);
     const cap = capOf(ctx);
     const deleted = await app.store.deleteVariants(
@@ -257,15 +265,32 @@ async function removeBatch(
       countCap ? cap : undefined,
     );
     if (deleted === "cap_reached") throw capRefusal(cap);
-    if (deleted.length) {
-      const releases = deleted.map((r) => ({ gtin: r.gtin, ownerId: r.id }));
-      await app.passport.releaseGtins(
-        { releases },
-        { context: effectContext(ctx, t, effectKey, releases), deadlineMs: msLeft(run) },
-      );
-      app.onCommitted();
-    }
-    return deleted.map((r) => r.gtin);
+    return deleted.map((r) => ({ gtin: r.gtin, id: r.id }));
+  });
+  return out.every((r) => typeof r === "string")
+    ? { removed: out as string[], release: [] }
+    : { removed: (out as Removed[]).map((r) => r.gtin), release: out as Removed[] };
+}
+
+/**
+ * Releases the claims of the rows a removal deleted (their transactions committed), in one call to passport under
+ * the effect `release`: once per key, whatever number of batches deleted them. A process that dies before it
+ * leaves claims without their rows, which passport's reconciler releases (decision 0051, "Claims and rows").
+ */
+async function releaseRemoved(
+  app: VariantsUnitsApp,
+  call: Call,
+  t: TenantContext,
+  removed: Removed[],
+): Promise<void> {
+  if (!removed.length) return;
+  const { ctx } = call;
+  await once(call, "release", async (effectKey, run) => {
+    const releases = removed.map((r) => ({ gtin: r.gtin, ownerId: r.id }));
+    await app.passport.releaseGtins(
+      { releases },
+      { context: effectContext(ctx, t, effectKey, releases), deadlineMs: msLeft(run) },
+    );
   });
 }
 
@@ -285,29 +310,43 @@ export async function removeVariants(
   const rows = gtins.flatMap((g) => present.get(g) ?? []);
   const destructive = p.status === "published" || p.status === "deactivated";
   const removed = new Set<string>();
-  for (let n = 1, at = 0; at < rows.length; n++, at += app.removalBatch) {
-    try {
-      for (const g of await removeBatch(
-        app,
-        call,
-        t,
-        p,
-        rows.slice(at, at + app.removalBatch),
-        n,
-        destructive && n === 1,
-      ))
-        removed.add(g);
-    } catch (err) {
-      if (n === 1) throw err;
-      const done = gtins.filter((g) => removed.has(g));
-      throw recordedFailure(
-        new ApiError(
-          "internal_error",
-          `The removal stopped at batch ${n}: ${done.length} GTINs were removed (details.removed). Retry without an Idempotency-Key to remove the rest; the same key replays this answer.`,
-          { reason: "removal_batch_failed", batch: n, removed: done },
-        ),
-      );
+  const release: Removed[] = [];
+  let failed: { n: number; err: unknown } | undefined;
+  try {
+    for (let n = 1, at = 0; at < rows.length; n++, at += app.removalBatch) {
+      try {
+        const batch = await removeBatch(
+          app,
+          call,
+          t,
+          p,
+          rows.slice(at, at + app.removalBatch),
+          n,
+          destructive && n === 1,
+        );
+        for (const g of batch.removed) removed.add(g);
+        release.push(...batch.release);
+      } catch (err) {
+        failed = { n, err };
+        break;
+      }
     }
+  } finally {
+    // One wake of the relay for the whole removal: its events travel in one pass.
+    if (rows.length) app.onCommitted();
+  }
+  // The batches that committed have their claims released, whether a later one failed or not.
+  await releaseRemoved(app, call, t, release);
+  if (failed) {
+    if (failed.n === 1) throw failed.err;
+    const done = gtins.filter((g) => removed.has(g));
+    throw recordedFailure(
+      new ApiError(
+        "internal_error",
+        `The removal stopped at batch ${failed.n}: ${done.length} GTINs were removed (details.removed). Retry without an Idempotency-Key to remove the rest; the same key replays this answer.`,
+        { reason: "removal_batch_failed", batch: failed.n, removed: done },
+      ),
+    );
   }
   return { removed: gtins.filter((g) => removed.has(g)), absent: gtins.filter((g) => !removed.has(g)) };
 }
@@ -327,7 +366,9 @@ export async function deleteVariant(
   checkEditable(p);
   const destructive = p.status === "published" || p.status === "deactivated";
   const gone = await removeBatch(app, call, t, p, [row], 1, destructive);
-  if (!gone.length) throw notFound("variant", variantId);
+  if (!gone.removed.length) throw notFound("variant", variantId);
+  app.onCommitted();
+  await releaseRemoved(app, call, t, gone.release);
 }
 
 /** The GTIN of the `gtin` filter, normalised (invalid_request when it is not a GTIN). */
