@@ -4,7 +4,7 @@
  */
 import { ApiError } from "@dpp/contract";
 import { requireTenant, type RequestContext, type TenantContext } from "@dpp/kit";
-import type { PassportTx } from "../store";
+import type { ClaimHolder, PassportTx } from "../store";
 import { normalizeBatch, type ClaimInput } from "../domain/gtin-batch";
 import type { PassportApp } from "./deps";
 import { gtinInUse, notFound, passportName } from "./refusals";
@@ -51,21 +51,29 @@ export async function claimGtins(
     const missing = passportIds.find((p) => !found.includes(p));
     if (missing) throw notFound(missing);
     // One insert of the whole batch; only the GTINs it did not insert (held already: by the same owner on a
-    // retry, by the passport's own lead, or by another passport) have their holders read.
-    const inserted = new Set(
-      await tx.insertClaims(
+    // retry, by the passport's own lead, or by another passport) have their holders read. A holder that released
+    // its GTIN between the insert and that read leaves the GTIN free: it is inserted again (at most twice more).
+    const rows = normalized.map((c) => ({
+      gtin: c.gtin,
+      passport_id: c.passport_id,
+      role: "variant" as const,
+      owner_id: c.owner_id,
+    }));
+    const inserted = new Set(await tx.insertClaims(t, rows));
+    const byGtin = new Map<string, ClaimHolder>();
+    for (let pass = 0; ; pass++) {
+      const held = normalized.filter((c) => !inserted.has(c.gtin) && !byGtin.has(c.gtin)).map((c) => c.gtin);
+      if (!held.length) break;
+      for (const r of await tx.claimHolders(t, held)) byGtin.set(r.gtin, r);
+      const freed = new Set(held.filter((g) => !byGtin.has(g)));
+      if (!freed.size) break;
+      if (pass === 2) throw new Error(`GTIN claims kept changing under the claim: ${[...freed].join(", ")}`);
+      const again = await tx.insertClaims(
         t,
-        normalized.map((c) => ({
-          gtin: c.gtin,
-          passport_id: c.passport_id,
-          role: "variant",
-          owner_id: c.owner_id,
-        })),
-      ),
-    );
-    const held = normalized.filter((c) => !inserted.has(c.gtin)).map((c) => c.gtin);
-    const holders = held.length ? await tx.claimHolders(t, held) : [];
-    const byGtin = new Map(holders.map((r) => [r.gtin, r]));
+        rows.filter((r) => freed.has(r.gtin)),
+      );
+      for (const g of again) inserted.add(g);
+    }
     for (const c of normalized)
       if (inserted.has(c.gtin))
         byGtin.set(c.gtin, {
