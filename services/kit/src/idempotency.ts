@@ -446,6 +446,20 @@ export interface IdempotentCallOptions<R> {
    * the call starts again with the key opened first, so the work's code before it ran once more for nothing.
    */
   openWithWork?: boolean;
+  /** Told the call's outcome once it is known (the service's metrics: dpp_idempotency_outcomes_total). */
+  observe?: (outcome: "new" | "replayed" | "busy" | "conflict") => void;
+}
+
+/**
+ * The outcome of a keyed call that ended in `err`: a replayed refusal, a key held by another attempt (busy), a
+ * key used for another request (conflict), or a refusal or failure of a call that ran (new).
+ */
+export function idempotencyOutcomeOfError(err: unknown): "new" | "replayed" | "busy" | "conflict" {
+  if (!(err instanceof ApiError)) return "new";
+  if (err.replayedRequestId) return "replayed";
+  if (err.code === "resource_busy") return "busy";
+  if (err.code === "idempotency_conflict") return "conflict";
+  return "new";
 }
 
 /**
@@ -472,6 +486,24 @@ export async function runIdempotent<R>(
 ): Promise<IdempotentOutcome<R>> {
   const idem = o.ctx.idempotency;
   if (!idem) return { response: await work(), replayed: false };
+  if (!o.observe) return runKeyed(o, work);
+  const observe = o.observe;
+  return runKeyed(o, work).then(
+    (outcome) => {
+      observe(outcome.replayed ? "replayed" : "new");
+      return outcome;
+    },
+    (err: unknown) => {
+      observe(idempotencyOutcomeOfError(err));
+      throw err;
+    },
+  );
+}
+
+async function runKeyed<R>(
+  o: IdempotentCallOptions<R>,
+  work: () => Promise<R>,
+): Promise<IdempotentOutcome<R>> {
   let result = await attempt(o, work, false, o.openWithWork === true);
   if (result.kind === "rolled_back" && result.next === "open_first")
     result = await attempt(o, work, false, false);
