@@ -31,6 +31,9 @@ interface Inc {
   inc(value?: number): void;
 }
 
+/** The methods an HTTP route label's method names as they are. */
+const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
 /** The gRPC status codes by number, as the code label names them. */
 const GRPC_CODES = [
   "OK",
@@ -172,6 +175,22 @@ export class ServiceMetrics {
     };
   }
 
+  private readonly httpRoutes = new Map<string, Map<string, HttpRouteMetrics>>();
+
+  /**
+   * Records one HTTP answer under its route's pattern (httpRoute's series; the instruments of each route and
+   * method made once). A method outside the usual ones is counted as "other": a client's invented method never
+   * makes a series of its own.
+   */
+  httpAnswer(route: string, method: string, status: number, seconds: number): void {
+    const m = HTTP_METHODS.has(method) ? method : "other";
+    let byMethod = this.httpRoutes.get(route);
+    if (!byMethod) this.httpRoutes.set(route, (byMethod = new Map()));
+    let r = byMethod.get(m);
+    if (!r) byMethod.set(m, (r = this.httpRoute(route, m)));
+    r.done(status, seconds);
+  }
+
   /** dpp_idempotency_outcomes_total{outcome}. */
   idempotency(outcome: IdempotencyOutcome): void {
     const c = this.counter(
@@ -261,6 +280,27 @@ export class ServiceMetrics {
       });
     }
     this.scrapes.push({ gauge, read });
+  }
+
+  /**
+   * A queue of the service's own work (import rows, webhook retries): dpp_queue_backlog{queue} and
+   * dpp_queue_oldest_age_seconds{queue}, both from one `read` per scrape.
+   */
+  queue(queue: string, read: () => Promise<{ backlog: number; oldestAgeSeconds: number }>): void {
+    let pending: Promise<{ backlog: number; oldestAgeSeconds: number }> | undefined;
+    const once = () => (pending ??= read().finally(() => setImmediate(() => (pending = undefined))));
+    this.onScrape(
+      "dpp_queue_backlog",
+      "Items waiting in a queue of the service's own work",
+      ["queue"],
+      async () => [{ labels: { queue }, value: (await once()).backlog }],
+    );
+    this.onScrape(
+      "dpp_queue_oldest_age_seconds",
+      "Age of the oldest item waiting in a queue of the service's own work (0 when none)",
+      ["queue"],
+      async () => [{ labels: { queue }, value: Math.max(0, (await once()).oldestAgeSeconds) }],
+    );
   }
 
   /** The exposition text of every series. */
