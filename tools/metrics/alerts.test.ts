@@ -12,7 +12,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
-import { parser } from "@prometheus-io/lezer-promql";
+// The grammar's package is an ES module with a CommonJS build, which jest loads (its `require` export).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { parser } = require("@prometheus-io/lezer-promql") as typeof import("@prometheus-io/lezer-promql", {
+  with: { "resolution-mode": "require" },
+});
 
 const repoRoot = path.resolve(__dirname, "..", "..");
 const read = (...p: string[]) => fs.readFileSync(path.join(repoRoot, ...p), "utf8");
