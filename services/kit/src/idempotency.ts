@@ -50,6 +50,7 @@
  *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
+import { databaseMetrics, type IdempotencyOutcome } from "./metrics";
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { PoolClient, QueryResult } from "pg";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
@@ -969,8 +970,24 @@ export class BatchStopped extends Error {
 export async function runIdempotentItems<R>(
   o: IdempotentItemsOptions<R>,
   next: () => IdempotentItem<R> | undefined,
-  settle: (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => void,
+  settleItem: (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => void,
 ): Promise<void> {
+  // Each item's outcome is counted as a keyed call's (the service's metrics, found by its pool).
+  const metrics = o.observe ? undefined : databaseMetrics(o.db);
+  const observe =
+    o.observe ?? (metrics ? (outcome: IdempotencyOutcome) => metrics.idempotency(outcome) : undefined);
+  const settle = observe
+    ? (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => {
+        observe(
+          "error" in outcome
+            ? idempotencyOutcomeOfError(outcome.error)
+            : outcome.replayed
+              ? "replayed"
+              : "new",
+        );
+        settleItem(item, outcome);
+      }
+    : settleItem;
   const at = callDeadline(o.ctx);
   const SP = WORK_SAVEPOINT_NAME;
   await withConnection(o.db, async (trx, client, lead) => {

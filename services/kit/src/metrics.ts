@@ -309,6 +309,19 @@ export class ServiceMetrics {
   }
 }
 
+/** The metrics of the service whose pool each database is (set by the service template). */
+const ofDatabase = new WeakMap<object, ServiceMetrics>();
+
+/** Records that `db` (a service's pool) belongs to the service of `metrics`: kit code given only the pool finds them. */
+export function setDatabaseMetrics(db: object, metrics: ServiceMetrics): void {
+  ofDatabase.set(db, metrics);
+}
+
+/** The metrics of the service whose pool `db` is; undefined outside a service (tests of the kit's parts). */
+export function databaseMetrics(db: object): ServiceMetrics | undefined {
+  return ofDatabase.get(db);
+}
+
 export interface MetricsServer {
   /** The bound port. */
   port: number;

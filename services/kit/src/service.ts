@@ -33,7 +33,7 @@ import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT }
 import { createBus } from "@dpp/bus";
 import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "@dpp/bus";
 import { migrateOutbox, OutboxRelay, outboxBacklog, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
-import { serveMetrics, ServiceMetrics } from "./metrics";
+import { serveMetrics, ServiceMetrics, setDatabaseMetrics } from "./metrics";
 import { poolStats } from "./db";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
@@ -307,6 +307,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     });
     steps.push(() => db.destroy());
     const metrics = new ServiceMetrics(def.name, log);
+    setDatabaseMetrics(db, metrics);
     metrics.onScrape(
       "dpp_pg_pool_connections",
       "Connections of the service's Postgres pool: in_use, idle, and waiting (callers queued for one)",

@@ -10,6 +10,7 @@ import { eventsV1, passportV1 } from "@dpp/proto";
 import type { RequestContext } from "../../src/context";
 import { addService, type ClientOf, type ImplOf } from "../../src/grpc";
 import { transaction } from "../../src/idempotency";
+import { runKeyedItems } from "../../src/keyed-items";
 import { createContextVerifier } from "../../src/internal-auth";
 import { createLogger } from "../../src/logger";
 import { writeOutbox } from "../../src/outbox";
@@ -251,4 +252,32 @@ test("reports each leader job's passes, its last success and whether this proces
       result: "ok",
     }),
   ).toBeGreaterThanOrEqual(1);
+});
+
+test("counts each item of a batch of keyed items as a keyed call (its service found by its pool)", async () => {
+  const before = (await scrape()).text;
+  const s = { service: service.name };
+  const count = (text: string, outcome: string) =>
+    valueOf(text, "dpp_idempotency_outcomes_total", { ...s, outcome }) ?? 0;
+  const keys = [`item-${randomBytes(4).toString("hex")}`, `item-${randomBytes(4).toString("hex")}`];
+  const batch = () =>
+    runKeyedItems(
+      {
+        db: h.db,
+        call: { ctx: context(), caller: "gateway" },
+        method: "/test/CreateItem",
+        encode: (r: { id: string }) => new TextEncoder().encode(JSON.stringify(r)),
+        decode: (b) => JSON.parse(new TextDecoder().decode(b)) as { id: string },
+      },
+      keys.map((key) => ({ key, request: { key } })),
+      async (item, ctx) => {
+        await transaction(h.db, ctx, (trx: any) => trx.insertInto("item").values({ id: item.key }).execute());
+        return { id: item.key };
+      },
+    );
+  expect((await batch()).map((r) => r.replayed)).toEqual([false, false]);
+  expect((await batch()).map((r) => r.replayed)).toEqual([true, true]);
+  const after = (await scrape()).text;
+  expect(count(after, "new") - count(before, "new")).toBe(2);
+  expect(count(after, "replayed") - count(before, "replayed")).toBe(2);
 });
