@@ -549,9 +549,9 @@ class KafkaSubscription {
       partitionsConsumedConcurrently: 1,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         // What the group has left of this partition, as of this batch's fetch (the lag metric).
-        const head = BigInt(batch.highWatermark);
+        const head = /^\d+$/.test(String(batch.highWatermark)) ? BigInt(batch.highWatermark) : undefined;
         const first = batch.messages[0];
-        if (first) this.lags.set(batch.partition, head - BigInt(first.offset));
+        if (first && head !== undefined) this.lags.set(batch.partition, head - BigInt(first.offset));
         for (let i = 0; i < batch.messages.length; i += HANDLER_CHUNK) {
           if (!isRunning() || isStale()) return;
           const chunk = batch.messages.slice(i, i + HANDLER_CHUNK);
@@ -562,7 +562,7 @@ class KafkaSubscription {
           await consumer.commitOffsets([
             { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
           ]);
-          this.lags.set(batch.partition, head - (BigInt(last) + 1n));
+          if (head !== undefined) this.lags.set(batch.partition, head - (BigInt(last) + 1n));
           await heartbeat();
         }
       },
