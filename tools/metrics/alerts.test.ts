@@ -25,7 +25,7 @@ const read = (...p: string[]) => fs.readFileSync(path.join(repoRoot, ...p), "utf
 function listedSeries(): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of read("docs", "metrics.md").split("\n")) {
-    const m = /^\| `([a-z_:][a-z0-9_:]*)` \| (counter|gauge|histogram) \|/.exec(line);
+    const m = /^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|\s*(counter|gauge|histogram)\s*\|/.exec(line);
     if (m) out.set(m[1]!, m[2]!);
   }
   return out;
