@@ -91,6 +91,11 @@ export interface Bus {
   status(): BusStatus;
   /** Calls `listener` after every change of status(); returns the function that removes it. */
   onStatusChange(listener: () => void): () => void;
+  /**
+   * Messages of `topic` that `group` has not consumed yet (its lag behind the head); undefined when this bus
+   * does not know (a Kafka group that fetched nothing yet in this process). Read for metrics, not per message.
+   */
+  lag?(group: string, topic: string): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -391,6 +396,15 @@ export class PgBus implements Bus {
       this.tracker.publishFailed(err);
       throw err;
     }
+  }
+
+  async lag(group: string, topic: string): Promise<number | undefined> {
+    const { rows } = await sql<{ lag: number }>`
+      select greatest(0,
+        coalesce((select max(m.id) from ${sql.table(`${BUS_SCHEMA}.message`)} m where m.topic = ${topic}), 0)
+        - coalesce((select o.position from ${sql.table(`${BUS_SCHEMA}.consumer_offset`)} o
+                    where o.group_id = ${group} and o.topic = ${topic}), 0))::float8 as lag`.execute(this.db);
+    return rows[0]?.lag;
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {

@@ -387,6 +387,11 @@ export class KafkaBus implements Bus {
     }
   }
 
+  async lag(group: string, topic: string): Promise<number | undefined> {
+    for (const sub of this.subscriptions) if (sub.group === group && sub.topic === topic) return sub.lag();
+    return undefined;
+  }
+
   async subscribe(s: SubscribeOptions): Promise<Subscription> {
     if (this.closed) throw new Error("bus closed");
     const sub = new KafkaSubscription(this, this.kafka, this.tracker, s);
@@ -432,6 +437,24 @@ class KafkaSubscription {
   private readonly log: Logger;
   /** Settles the wait of a starting pass: joined and fetched, crashed, or stopped. */
   private settle?: (outcome: { ok: true } | { ok: false; err: Error }) => void;
+  /** Messages left behind the head of each partition this consumer fetched from, as of its last batch. */
+  private readonly lags = new Map<number, bigint>();
+
+  get group(): string {
+    return this.s.group;
+  }
+
+  get topic(): string {
+    return this.s.topic;
+  }
+
+  /** The sum over the partitions this consumer fetched from; undefined before its first batch. */
+  lag(): number | undefined {
+    if (this.lags.size === 0) return undefined;
+    let sum = 0n;
+    for (const l of this.lags.values()) sum += l > 0n ? l : 0n;
+    return Number(sum);
+  }
 
   constructor(
     private readonly bus: KafkaBus,
@@ -525,6 +548,10 @@ class KafkaSubscription {
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        // What the group has left of this partition, as of this batch's fetch (the lag metric).
+        const head = /^\d+$/.test(String(batch.highWatermark)) ? BigInt(batch.highWatermark) : undefined;
+        const first = batch.messages[0];
+        if (first && head !== undefined) this.lags.set(batch.partition, head - BigInt(first.offset));
         for (let i = 0; i < batch.messages.length; i += HANDLER_CHUNK) {
           if (!isRunning() || isStale()) return;
           const chunk = batch.messages.slice(i, i + HANDLER_CHUNK);
@@ -535,6 +562,7 @@ class KafkaSubscription {
           await consumer.commitOffsets([
             { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
           ]);
+          if (head !== undefined) this.lags.set(batch.partition, head - (BigInt(last) + 1n));
           await heartbeat();
         }
       },

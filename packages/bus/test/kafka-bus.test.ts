@@ -196,6 +196,19 @@ describe("KafkaBus subscribe (kafkajs client replaced by a recording fake)", () 
     await bus.close();
   });
 
+  it("reports the group's lag behind each partition's high watermark, as of its last batch", async () => {
+    const fake = new FakeKafka();
+    const bus = kafkaBus(fake);
+    await subscribed(bus, { group: "events", topic: "t", handler: async () => undefined });
+    expect(await bus.lag("events", "t")).toBeUndefined();
+    await fake.deliver("t", 3, [message(41, "org_a", "v41"), message(42, "org_a", "v42")], "50");
+    await fake.deliver("t", 4, [message(7, "org_b", "v7")], "8");
+    // Partition 3: offsets 43 to 49 left; partition 4: none.
+    expect(await bus.lag("events", "t")).toBe(7);
+    expect(await bus.lag("other", "t")).toBeUndefined();
+    await bus.close();
+  });
+
   it("commits nothing when the handler throws, so the batch is fetched again", async () => {
     const fake = new FakeKafka();
     const bus = kafkaBus(fake);

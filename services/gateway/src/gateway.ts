@@ -52,6 +52,7 @@ export const gatewayService = defineService({
       anonymousPerMinute: config.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
       authFailuresPerMinute: config.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE,
       log,
+      metrics: rt.metrics,
     });
     rt.onStop(() => rateLimiter.close());
     const app = createApp({
@@ -71,6 +72,7 @@ export const gatewayService = defineService({
       ready: async () => {
         await sql`select 1`.execute(db);
       },
+      metrics: rt.metrics,
     });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, (err?: Error) =>

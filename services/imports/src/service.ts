@@ -1,4 +1,5 @@
 /** The imports service on the kit's service template: its store, its rpc handlers and the background worker. */
+import { sql } from "kysely";
 import { defineService, type ServiceRuntime } from "@dpp/kit";
 import { importsV1, passportV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
@@ -39,6 +40,13 @@ export const importsService = defineService({
       const w = worker;
       rt.onStop(() => w.stop());
     }
+    // The rows still to create (of every job queued or running), and how long the oldest one's job has waited.
+    rt.metrics.queue("import_rows", async () => {
+      const { rows } = await sql<{ backlog: number; age: number | null }>`
+        select count(*)::int as backlog, extract(epoch from now() - min(j.created_at))::float8 as age
+        from job_row r join job j on j.id = r.job_id where r.status = 'pending'`.execute(rt.db);
+      return { backlog: rows[0]?.backlog ?? 0, oldestAgeSeconds: rows[0]?.age ?? 0 };
+    });
     rt.serve(importsV1.ImportsService, importsRpc(store, { queued: () => worker?.wake() }));
     return { store, worker };
   },

@@ -30,11 +30,22 @@ describe("loadConfig", () => {
       KAFKA_TOPIC_CREATE: true,
       KAFKA_SESSION_TIMEOUT_MS: 10000,
       KAFKA_REBALANCE_TIMEOUT_MS: 30000,
+      METRICS_PORT: 9464,
+      METRICS_HOST: "0.0.0.0",
     });
     expect(Object.isFrozen(config)).toBe(true);
     expect(() => {
       (config as { DB_POOL_MAX: number }).DB_POOL_MAX = 1;
     }).toThrow(TypeError);
+  });
+
+  it("reads METRICS_PORT as a port, 0 for a free one, or off; anything else names the variable", () => {
+    const base = { DATABASE_URL: "postgresql://x/y", GRPC_ADDR: "0.0.0.0:0" };
+    expect(loadConfig(schema, { ...base, METRICS_PORT: "9500" }).METRICS_PORT).toBe(9500);
+    expect(loadConfig(schema, { ...base, METRICS_PORT: "0" }).METRICS_PORT).toBe(0);
+    expect(loadConfig(schema, { ...base, METRICS_PORT: "off" }).METRICS_PORT).toBe("off");
+    expect(() => loadConfig(schema, { ...base, METRICS_PORT: "70000" })).toThrow(/METRICS_PORT/);
+    expect(() => loadConfig(schema, { ...base, METRICS_PORT: "none" })).toThrow(/METRICS_PORT/);
   });
 
   it("coerces numbers from the environment's strings", () => {

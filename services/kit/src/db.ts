@@ -534,3 +534,27 @@ export function databaseUnavailable(): ApiError {
     { "Retry-After": "1" },
   );
 }
+
+/** What a pool of a database made by createDb holds now (the metrics dpp_pg_pool_connections and _max). */
+export interface PoolStats {
+  /** Connections lent out (a query or a transaction runs on each). */
+  inUse: number;
+  /** Connections open and free. */
+  idle: number;
+  /** Callers queued for a connection: the pool is at its max and all are lent out. */
+  waiting: number;
+  max: number;
+}
+
+/** The counts of db's pool (db made by createDb), read from node-postgres' own counters: no query. */
+export function poolStats(db: Kysely<any>): PoolStats {
+  const own = owned.get(db);
+  if (!own) throw new Error("poolStats needs a database made by createDb");
+  const { pool } = own;
+  return {
+    inUse: pool.totalCount - pool.idleCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+    max: own.options.max ?? 10,
+  };
+}

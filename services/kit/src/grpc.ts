@@ -38,6 +38,7 @@ import {
   type Verification,
 } from "./internal-auth";
 import type { Logger } from "./logger";
+import type { ServiceMetrics } from "./metrics";
 import { useFastUtf8Encoding } from "./wire";
 import { encodeMessage } from "./encode";
 import {
@@ -358,13 +359,27 @@ export function addService<T extends GenServiceMethods>(
   const desc = service as unknown as DescService;
   const handlers: grpc.UntypedServiceImplementation = {};
   const idem = options.idempotency;
+  const idemObserve = options.metrics ? options.metrics.idempotency.bind(options.metrics) : undefined;
   // A keyed answer's bytes, by its message, as written to its record or read from it (see responseSerialize).
   const encodedAs = new WeakMap<object, Uint8Array>();
   for (const m of desc.methods) {
     const fn = (impl as Record<string, UnaryImpl<DescMessage, DescMessage>>)[m.localName];
     if (!fn) throw new Error(`${desc.typeName}.${m.name} has no implementation`);
     const path = `/${desc.typeName}/${m.name}`;
-    handlers[m.localName] = (call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => {
+    const observed = options.metrics?.grpcServerMethod(m.name);
+    handlers[m.localName] = (call: grpc.ServerUnaryCall<any, any>, answer: grpc.sendUnaryData<any>) => {
+      // With metrics, the answer records its status code and the call's time (dpp_grpc_server_*).
+      let cb = answer;
+      if (observed) {
+        const started = performance.now();
+        cb = (err, value, trailer, flags) => {
+          observed.done(
+            err ? (err.code ?? grpc.status.UNKNOWN) : grpc.status.OK,
+            (performance.now() - started) / 1000,
+          );
+          answer(err, value, trailer, flags);
+        };
+      }
       const verified = verifyCall(verifier, call.metadata, path);
       if (!verified.ok) {
         log.warn(
@@ -433,6 +448,7 @@ export function addService<T extends GenServiceMethods>(
             },
             onCommitted: idem.onCommitted,
             openWithWork: idem.openWithWork,
+            observe: idemObserve,
           },
           run,
         )
@@ -489,6 +505,8 @@ export interface AddServiceOptions {
    * Pure checks of the request only: no database, no other service.
    */
   preflight?: Record<string, (request: any, call: CallContext) => void>;
+  /** The service's metrics: each call's code and time, each keyed call's outcome (metrics.ts). */
+  metrics?: ServiceMetrics;
 }
 
 /** Initial metadata of an answer that replays the result recorded under the call's Idempotency-Key. */
@@ -536,6 +554,8 @@ export interface ClientOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Where a refusal of this process's calls (misconfigured internal auth) is logged. */
   log?: Logger;
+  /** The calling service's metrics: each call's status code (dpp_grpc_client_handled_total). */
+  metrics?: ServiceMetrics;
 }
 
 type RawClient = Record<string, (...args: unknown[]) => void> & { close(): void };
@@ -635,6 +655,7 @@ export function createClient<T extends GenServiceMethods>(
   const out: Record<string, unknown> = { close: () => raw.close() };
   for (const m of desc.methods) {
     const method = `/${desc.typeName}/${m.name}`;
+    const observed = options.metrics?.grpcClientMethod(audience, m.name);
     out[m.localName] = (req: unknown, o: CallOptions) =>
       new Promise((resolve, reject) => {
         // Tests only (keyed-work.ts): a call made by a keyed call's work before its key is claimed fails it.
@@ -653,9 +674,11 @@ export function createClient<T extends GenServiceMethods>(
         }
         const call = withoutCallerStack(
           () =>
-            raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
-              e ? reject(fromServiceError(e, audience, log)) : resolve(r),
-            ) as unknown as grpc.ClientUnaryCall,
+            raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) => {
+              observed?.(e ? (e.code ?? grpc.status.UNKNOWN) : grpc.status.OK);
+              if (e) reject(fromServiceError(e, audience, log));
+              else resolve(r);
+            }) as unknown as grpc.ClientUnaryCall,
         );
         // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
         // arrives before the answer: a replay is known when the promise resolves.

@@ -50,6 +50,7 @@
  *
  * Records live 24 h (a leader job reaps them); an expired record is ignored.
  */
+import { databaseMetrics, type IdempotencyOutcome } from "./metrics";
 import { sql, type Kysely, type Migration, type Transaction } from "kysely";
 import type { PoolClient, QueryResult } from "pg";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
@@ -446,6 +447,20 @@ export interface IdempotentCallOptions<R> {
    * the call starts again with the key opened first, so the work's code before it ran once more for nothing.
    */
   openWithWork?: boolean;
+  /** Told the call's outcome once it is known (the service's metrics: dpp_idempotency_outcomes_total). */
+  observe?: (outcome: "new" | "replayed" | "busy" | "conflict") => void;
+}
+
+/**
+ * The outcome of a keyed call that ended in `err`: a replayed refusal, a key held by another attempt (busy), a
+ * key used for another request (conflict), or a refusal or failure of a call that ran (new).
+ */
+export function idempotencyOutcomeOfError(err: unknown): "new" | "replayed" | "busy" | "conflict" {
+  if (!(err instanceof ApiError)) return "new";
+  if (err.replayedRequestId) return "replayed";
+  if (err.code === "resource_busy") return "busy";
+  if (err.code === "idempotency_conflict") return "conflict";
+  return "new";
 }
 
 /**
@@ -472,6 +487,24 @@ export async function runIdempotent<R>(
 ): Promise<IdempotentOutcome<R>> {
   const idem = o.ctx.idempotency;
   if (!idem) return { response: await work(), replayed: false };
+  if (!o.observe) return runKeyed(o, work);
+  const observe = o.observe;
+  return runKeyed(o, work).then(
+    (outcome) => {
+      observe(outcome.replayed ? "replayed" : "new");
+      return outcome;
+    },
+    (err: unknown) => {
+      observe(idempotencyOutcomeOfError(err));
+      throw err;
+    },
+  );
+}
+
+async function runKeyed<R>(
+  o: IdempotentCallOptions<R>,
+  work: () => Promise<R>,
+): Promise<IdempotentOutcome<R>> {
   let result = await attempt(o, work, false, o.openWithWork === true);
   if (result.kind === "rolled_back" && result.next === "open_first")
     result = await attempt(o, work, false, false);
@@ -937,8 +970,24 @@ export class BatchStopped extends Error {
 export async function runIdempotentItems<R>(
   o: IdempotentItemsOptions<R>,
   next: () => IdempotentItem<R> | undefined,
-  settle: (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => void,
+  settleItem: (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => void,
 ): Promise<void> {
+  // Each item's outcome is counted as a keyed call's (the service's metrics, found by its pool).
+  const metrics = o.observe ? undefined : databaseMetrics(o.db);
+  const observe =
+    o.observe ?? (metrics ? (outcome: IdempotencyOutcome) => metrics.idempotency(outcome) : undefined);
+  const settle = observe
+    ? (item: IdempotentItem<R>, outcome: IdempotentItemOutcome<R>) => {
+        observe(
+          "error" in outcome
+            ? idempotencyOutcomeOfError(outcome.error)
+            : outcome.replayed
+              ? "replayed"
+              : "new",
+        );
+        settleItem(item, outcome);
+      }
+    : settleItem;
   const at = callDeadline(o.ctx);
   const SP = WORK_SAVEPOINT_NAME;
   await withConnection(o.db, async (trx, client, lead) => {

@@ -17,6 +17,15 @@ export {
 } from "./service";
 export type { LeaderJob } from "./jobs";
 
+// Metrics (`rt.metrics`; docs/metrics.md): what a service adds to the kit's own series.
+export {
+  ServiceMetrics,
+  DURATION_BUCKETS,
+  type HttpRouteMetrics,
+  type IdempotencyOutcome,
+  type Sample,
+} from "./metrics";
+
 // Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
 export { ConfigError, address, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 export { createLogger, type Logger } from "./logger";

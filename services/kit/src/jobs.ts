@@ -53,6 +53,8 @@ export interface LeaderJobOptions {
   backoffMaxMs?: number;
   /** Repeated failures are logged at most this often (default 30 s). */
   repeatLogMs?: number;
+  /** Told how each pass ended and whether it held the lock (the service's metrics: ServiceMetrics.leaderJob). */
+  observe?: { pass(result: "ok" | "error" | "skipped"): void; leader(held: boolean): void };
 }
 
 export type PassOutcome =
@@ -120,7 +122,16 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
 
   const pass = async (): Promise<PassOutcome> => {
     if (stopped) return { ran: false, reason: "stopped" };
-    const work = o.lock === false ? await o.run() : await withLeaderLock(o.lock, o.name, o.run);
+    // The lock is held (or needs none) once the pass's own work starts.
+    let started = false;
+    const run = () => {
+      started = true;
+      o.observe?.leader(true);
+      return o.run();
+    };
+    const work = o.lock === false ? await run() : await withLeaderLock(o.lock, o.name, run);
+    if (!started) o.observe?.leader(false);
+    o.observe?.pass(started ? "ok" : "skipped");
     if (work === undefined && o.lock !== false) {
       log.debug("lock held by another instance; pass skipped");
       return { ran: false, reason: "lock_not_held" };
@@ -131,6 +142,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
   };
 
   const onFailure = (err: unknown) => {
+    o.observe?.pass("error");
     failures++;
     const delay = jitteredBackoffMs(failures, minMs, maxMs);
     retryAt = Date.now() + delay;
@@ -209,7 +221,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
     runOnce: async () => {
       while (running) await running;
       const p = pass();
-      running = p.then(onSuccess, () => undefined);
+      running = p.then(onSuccess, () => o.observe?.pass("error"));
       try {
         return await p;
       } finally {

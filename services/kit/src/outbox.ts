@@ -24,7 +24,7 @@
  */
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import { sql, type Kysely, type Generated, type Migration, type RawBuilder, type Transaction } from "kysely";
-import { startLeaderJob, type LeaderJob } from "./jobs";
+import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import type { DomainEvent } from "@dpp/contract";
 import { lockKey, migrateKitPart } from "./db";
 import { DOMAIN_EVENTS_TOPIC } from "./events";
@@ -272,6 +272,8 @@ export interface OutboxRelayOptions {
   /** Backoff after a failed pass: first delay (default intervalMs) and cap (default 30 s). */
   backoffMinMs?: number;
   backoffMaxMs?: number;
+  /** Told how each of the relay's passes ended (LeaderJobOptions.observe: the service's metrics). */
+  observe?: LeaderJobOptions["observe"];
 }
 
 /** Sent rows stay this long, for inspection and replay by hand, then are deleted. */
@@ -387,6 +389,7 @@ export class OutboxRelay {
       pending: () => this.covered !== this.woken,
       backoffMinMs: this.o.backoffMinMs ?? this.o.intervalMs ?? 500,
       backoffMaxMs: this.o.backoffMaxMs ?? 30_000,
+      observe: this.o.observe,
     });
   }
 
@@ -595,4 +598,16 @@ function safeJson(s: string): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * The outbox's unsent committed rows and the age of the oldest, in seconds (0 when none): what the metrics
+ * dpp_outbox_backlog and dpp_outbox_oldest_unsent_age_seconds report, read when Prometheus scrapes. One
+ * statement on the relay's index (outbox_relay_idx: committed unsent rows only).
+ */
+export async function outboxBacklog(db: Kysely<any>): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+  const { rows } = await sql<{ backlog: number; age: number | null }>`
+    select count(*)::int as backlog, extract(epoch from now() - min(created_at))::float8 as age
+    from outbox where sent_at is null and ord is not null`.execute(db);
+  return { backlog: rows[0]?.backlog ?? 0, oldestAgeSeconds: Math.max(0, rows[0]?.age ?? 0) };
 }

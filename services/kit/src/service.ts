@@ -32,7 +32,9 @@ import { createLogger, type Logger } from "./logger";
 import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT } from "./db";
 import { createBus } from "@dpp/bus";
 import { BUS_SCHEMA, migrateBus, PgBus, type Bus } from "@dpp/bus";
-import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
+import { migrateOutbox, OutboxRelay, outboxBacklog, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox";
+import { serveMetrics, ServiceMetrics, setDatabaseMetrics } from "./metrics";
+import { poolStats } from "./db";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
 import { enableKeyedCallChecks } from "./keyed-work";
@@ -55,6 +57,9 @@ import { healthV1 } from "@dpp/proto";
  * keeps answering what needs only its database (the events feed).
  */
 export const BUS_HEALTH_SERVICE = "dpp.bus";
+
+/** The metrics port of a service when METRICS_PORT is unset. */
+export const METRICS_PORT_DEFAULT = 9464;
 
 /** Variables every service reads (the database, the bus and its relay, Kafka, logging, shutdown). */
 export const commonServiceEnv = {
@@ -102,6 +107,15 @@ export const commonServiceEnv = {
    * the checks make every promise of the process pay for async hooks.
    */
   KIT_TEST_CHECKS: z.enum(["0", "1"]).optional(),
+  /**
+   * The port of the process's Prometheus metrics, served at GET /metrics (docs/metrics.md): 9464 by default (the
+   * port the chart's ServiceMonitor scrapes), 0 a free port (tests; the bound port is logged), `off` none.
+   */
+  METRICS_PORT: z
+    .union([z.literal("off"), z.coerce.number().int().min(0).max(65535)])
+    .default(METRICS_PORT_DEFAULT),
+  /** The interface the metrics listener binds. */
+  METRICS_HOST: z.string().min(1).default("0.0.0.0"),
 };
 
 export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
@@ -138,6 +152,11 @@ export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
   job(o: Omit<LeaderJobOptions, "log" | "lock"> & { lock?: boolean }): LeaderJob;
   /** Runs on shutdown, after the gRPC server drained; hooks run last-registered first. */
   onStop(fn: () => Promise<void> | void): void;
+  /**
+   * The service's Prometheus metrics (metrics.ts; docs/metrics.md): the kit records gRPC calls, keyed calls,
+   * jobs, the pool and the outbox; a service adds its HTTP routes, queues and consumers here.
+   */
+  readonly metrics: ServiceMetrics;
 }
 
 export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
@@ -226,6 +245,9 @@ export interface ServiceHandle<Env extends z.ZodRawShape, DB, Extra> {
   config: Readonly<ServiceConfig<Env>>;
   /** The bound gRPC port (0 for a service without gRPC). */
   port: number;
+  /** The bound port of the metrics listener (undefined with METRICS_PORT=off). */
+  metricsPort?: number;
+  metrics: ServiceMetrics;
   db: Kysely<DB>;
   relay?: OutboxRelay;
   /** What the service's start returned. */
@@ -284,6 +306,24 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       log,
     });
     steps.push(() => db.destroy());
+    const metrics = new ServiceMetrics(def.name, log);
+    setDatabaseMetrics(db, metrics);
+    metrics.onScrape(
+      "dpp_pg_pool_connections",
+      "Connections of the service's Postgres pool: in_use, idle, and waiting (callers queued for one)",
+      ["state"],
+      () => {
+        const p = poolStats(db);
+        return [
+          { labels: { state: "in_use" }, value: p.inUse },
+          { labels: { state: "idle" }, value: p.idle },
+          { labels: { state: "waiting" }, value: p.waiting },
+        ];
+      },
+    );
+    metrics.onScrape("dpp_pg_pool_max", "The most connections the service's Postgres pool opens", [], () => [
+      { value: poolStats(db).max },
+    ]);
     const bus = createBus(config, log, { serviceName: def.name, db });
     steps.push(() => bus.close());
     let relay: OutboxRelay | undefined;
@@ -293,8 +333,25 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         topic: config.KAFKA_TOPIC,
         intervalMs: config.RELAY_INTERVAL_MS,
         wakeDelayMs: config.RELAY_DEBOUNCE_MS,
+        observe: metrics.leaderJob(`${def.name}:outbox-relay`),
       });
       r.start();
+      // Read when scraped, once for both series.
+      let backlog: ReturnType<typeof outboxBacklog> | undefined;
+      const read = () =>
+        (backlog ??= outboxBacklog(db).finally(() => setImmediate(() => (backlog = undefined))));
+      metrics.onScrape(
+        "dpp_outbox_backlog",
+        "Committed outbox rows not relayed to the bus yet",
+        [],
+        async () => [{ value: (await read()).backlog }],
+      );
+      metrics.onScrape(
+        "dpp_outbox_oldest_unsent_age_seconds",
+        "Age of the oldest committed outbox row not relayed yet (0 when none)",
+        [],
+        async () => [{ value: (await read()).oldestAgeSeconds }],
+      );
       steps.push(() => r.stop());
       relay = r;
     }
@@ -318,6 +375,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
           audience: o.audience,
           deadlineMs: o.deadlineMs,
           log,
+          metrics,
         });
         hooks.push(() => c.close());
         return c;
@@ -335,18 +393,25 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
                 }
               : undefined,
             preflight: serveOptions?.preflight as Record<string, (request: any, call: CallContext) => void>,
+            metrics,
           });
           return (service as unknown as { typeName: string }).typeName;
         });
       },
       job: (o) => {
-        const j = startLeaderJob({ ...o, log, lock: o.lock === false ? false : db });
+        const j = startLeaderJob({
+          ...o,
+          log,
+          lock: o.lock === false ? false : db,
+          observe: metrics.leaderJob(o.name),
+        });
         jobs.push(j);
         return j;
       },
       onStop: (fn) => {
         hooks.push(fn);
       },
+      metrics,
     };
     if (def.idempotency)
       rt.job({
@@ -366,6 +431,27 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         run: () => bus.prune(),
         report: "bus messages past retention pruned",
       });
+    // Every subscription the service makes on its bus: how far its group is behind the topic's head.
+    metrics.onScrape(
+      "dpp_consumer_lag",
+      "Events a consumer has not consumed yet (behind the head of what it reads)",
+      ["consumer"],
+      async () => {
+        const samples = await Promise.all(
+          bus.status().subscriptions.map(async ({ group, topic }) => {
+            const lag = await bus.lag?.(group, topic);
+            return lag === undefined ? undefined : { labels: { consumer: group }, value: lag };
+          }),
+        );
+        return samples.filter((x): x is { labels: { consumer: string }; value: number } => x !== undefined);
+      },
+    );
+    let metricsPort: number | undefined;
+    if (config.METRICS_PORT !== "off") {
+      const served = await serveMetrics(metrics, config.METRICS_HOST, config.METRICS_PORT, log);
+      steps.unshift(() => served.close());
+      metricsPort = served.port;
+    }
     const extra = await def.start(rt);
     let port = 0;
     if (def.grpcPort !== undefined) {
@@ -385,6 +471,8 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       name: def.name,
       config,
       port,
+      metricsPort,
+      metrics,
       db,
       relay,
       extra,

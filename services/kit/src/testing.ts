@@ -149,6 +149,9 @@ export async function startServiceUnderTest<Env extends z.ZodRawShape, DB, Extra
       DB_POOL_MAX: "5",
       RELAY_INTERVAL_MS: "100",
       SHUTDOWN_GRACE_MS: "2000",
+      // Metrics on a free port of 127.0.0.1 (handle.metricsPort): tests run side by side.
+      METRICS_PORT: "0",
+      METRICS_HOST: "127.0.0.1",
       ...env,
     });
     await migrateService(def, config);

@@ -54,6 +54,7 @@ export const publicSurfaceService = defineService({
       resolverContact: c.RESOLVER_CONTACT,
       previewSecret: c.PREVIEW_SIGNING_SECRET,
       log: rt.log,
+      metrics: rt.metrics,
     });
     rt.onStop(() => server.close());
     rt.log.info(

@@ -2,6 +2,7 @@
  * The webhooks service on the kit's service template: the endpoints (rpc) and, on every replica, a delivery
  * worker that pushes each endpoint's share of its organization's feed (delivery/worker.ts).
  */
+import { sql } from "kysely";
 import { defineService, type ServiceRuntime } from "@dpp/kit";
 import { eventsV1, webhooksV1 } from "@dpp/proto";
 import { migrations } from "../migrations";
@@ -59,6 +60,20 @@ export const webhooksService = defineService({
       run: () => worker.pass(),
     });
     rt.onStop(() => worker.stop());
+    // How far the endpoints this replica delivered to lately are behind their feeds (delivery/worker.ts).
+    rt.metrics.onScrape(
+      "dpp_consumer_lag",
+      "Events a consumer has not consumed yet (behind the head of what it reads)",
+      ["consumer"],
+      () => [{ labels: { consumer: "webhooks-delivery" }, value: worker.lag() }],
+    );
+    // Endpoints whose deliveries fail and are retried: how many, and since when the oldest has failed.
+    rt.metrics.queue("webhook_retries", async () => {
+      const { rows } = await sql<{ backlog: number; age: number | null }>`
+        select count(*)::int as backlog, extract(epoch from now() - min(failing_since))::float8 as age
+        from endpoint where enabled and failing_since is not null`.execute(rt.db);
+      return { backlog: rows[0]?.backlog ?? 0, oldestAgeSeconds: rows[0]?.age ?? 0 };
+    });
     rt.job({
       name: "webhooks:attempt-retention",
       intervalMs: 3_600_000,

@@ -194,7 +194,7 @@ async function main() {
     });
     for (const s of Object.values(stack.services))
       console.log(
-        `[stack] ${s.name} ready at ${s.address} (${s.unit.id}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s)`,
+        `[stack] ${s.name} ready at ${s.address} (${s.unit.id}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s); metrics ${s.metricsUrl}`,
       );
     writeStackFile({
       database_url: databaseUrl,

@@ -63,6 +63,8 @@ export interface StackOptions {
   databaseUrl: string;
   /** Port of each service (the gateway's HTTP port, a gRPC service's port); unset → a free port. */
   ports?: Partial<Record<ServiceName, number>>;
+  /** Port of each service's metrics listener (METRICS_PORT); unset → a free port. */
+  metricsPorts?: Partial<Record<ServiceName, number>>;
   /** Interface of the gateway's HTTP listener (127.0.0.1 by default). */
   gatewayHost?: string;
   /**
@@ -114,6 +116,8 @@ export interface RunningService<H extends Hosting = Hosting> {
   unit: Unit;
   /** Time from starting the process or thread until it answered its readiness check. */
   readyInMs?: number;
+  /** Where Prometheus reads the service's metrics (METRICS_PORT: a port of its own per service). */
+  metricsUrl: string;
 }
 
 export interface Stack<H extends Hosting = Hosting> {
@@ -383,6 +387,7 @@ export function serviceEnvs(
   ports: Record<ServiceName, number>,
   keys: StackKeys,
   publicPort = 0,
+  metricsPorts?: Record<ServiceName, number>,
 ): Record<ServiceName, Record<string, string>> {
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
@@ -411,6 +416,11 @@ export function serviceEnvs(
     if (s.name === "public-surface") {
       env.PUBLIC_SURFACE_HTTP_HOST = o.gatewayHost ?? HOST;
       env.PUBLIC_SURFACE_HTTP_PORT = String(publicPort);
+    }
+    // Each service's metrics on a port of its own (several run on one machine, in threads or processes).
+    if (metricsPorts) {
+      env.METRICS_HOST = HOST;
+      env.METRICS_PORT = String(metricsPorts[s.name]);
     }
     if (keys[s.name]) env.INTERNAL_AUTH_PRIVATE_KEY = keys[s.name]!.privateKey;
     if (s.kind === "grpc") {
@@ -443,7 +453,9 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
   const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
   const keys = o.keys ?? generateStackKeys();
   const publicPort = o.publicPort ?? (await freePort());
-  const envs = serviceEnvs(o, ports, keys, publicPort);
+  const metricsPorts = {} as Record<ServiceName, number>;
+  for (const s of SERVICES) metricsPorts[s.name] = o.metricsPorts?.[s.name] ?? (await freePort());
+  const envs = serviceEnvs(o, ports, keys, publicPort, metricsPorts);
   const services = {} as Record<ServiceName, RunningService<H>>;
   const baseUrl = gatewayBaseUrl(ports);
   const built = await buildBundles();
@@ -466,6 +478,7 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
       hosting: o.hosting,
       process: unit.process as RunningService<H>["process"],
       unit,
+      metricsUrl: `http://${HOST}:${metricsPorts[name]}/metrics`,
     };
     try {
       if (s.kind === "gateway")

@@ -71,6 +71,35 @@ afterAll(async () => {
 });
 
 describe("PgBus", () => {
+  it("lag() counts the topic's messages after the group's position: all before it reads, none once it caught up", async () => {
+    const b = bus();
+    const topic = uniq("lag");
+    const group = uniq("g");
+    await b.publish(topic, msgs("m", 1, 5));
+    expect(await b.lag(group, topic)).toBe(5);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const got: BusMessage[] = [];
+    subs.push(
+      await b.subscribe({
+        group,
+        topic,
+        handler: async (batch) => {
+          got.push(...batch);
+          await gate;
+        },
+      }),
+    );
+    await waitFor(got, 5);
+    // Handled, not committed: still behind.
+    expect(await b.lag(group, topic)).toBe(5);
+    release();
+    await eventually(async () => ((await b.lag(group, topic)) === 0 ? true : undefined));
+    await b.publish(topic, msgs("m", 6, 7));
+    await waitFor(got, 7);
+    await eventually(async () => ((await b.lag(group, topic)) === 0 ? true : undefined));
+  });
+
   it("migrateBus is idempotent", async () => {
     await migrateBus(tdb.url);
     await migrateBus(tdb.url);

@@ -148,9 +148,14 @@ export class FakeKafka {
   }
 
   /** Feeds one fetched batch to the adapter's eachBatch, as kafkajs would. */
-  deliver(topic: string, partition: number, messages: FakeBatchMessage[]): Promise<void> {
+  deliver(
+    topic: string,
+    partition: number,
+    messages: FakeBatchMessage[],
+    highWatermark?: string,
+  ): Promise<void> {
     return this.eachBatch!({
-      batch: { topic, partition, messages },
+      batch: { topic, partition, messages, ...(highWatermark === undefined ? {} : { highWatermark }) },
       resolveOffset: (o: string) => void this.calls.push(["resolveOffset", o]),
       heartbeat: async () => void this.calls.push(["heartbeat"]),
       isRunning: () => true,

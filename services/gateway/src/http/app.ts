@@ -13,7 +13,7 @@
  */
 import express from "express";
 import { ApiError } from "@dpp/contract";
-import { type Logger } from "@dpp/kit";
+import { type Logger, type ServiceMetrics } from "@dpp/kit";
 import type { Authenticator } from "../modules/identity/authenticator";
 import type { RateLimiter } from "../ratelimit/limiter";
 import { forMethod, PathRouter, type Route, type Step } from "./route";
@@ -42,6 +42,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter;
   /** The review page for people (src/review/page.ts), served under /review, outside the API. */
   review?: express.Router;
+  /** The service's metrics: each answer counted and timed under its route's pattern (observe.ts). */
+  metrics?: ServiceMetrics;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -55,7 +57,14 @@ export function createApp(deps: AppDeps): express.Express {
     deps.routes.map((route) => ({ path: route.path, method: route.method, target: routeChain(route, deps) })),
   );
   const fail = errorResponder(deps);
-  const logLine = requestLog(deps.log);
+  const logLine = requestLog(deps.log, deps.metrics);
+  /** The route label of each /v1 path (metrics): the table's pattern under /v1, never the raw path. */
+  const labels = new WeakMap<object, string>();
+  const labelOf = (target: { path: string }) => {
+    let label = labels.get(target);
+    if (label === undefined) labels.set(target, (label = `/v1${target.path}`));
+    return label;
+  };
   /** /docs is counted like the other answers without a key: against the client address's anonymous limit. */
   const limitAnonymous = rateLimit(deps.rateLimiter);
 
@@ -65,20 +74,24 @@ export function createApp(deps: AppDeps): express.Express {
     const path = req.path;
     if (method === "GET" || method === "HEAD") {
       if (isPath(path, "/docs")) {
+        l.route = "/docs";
         const limited = limitAnonymous?.(req, res, l);
         return limited ? limited.then(() => docsPage(req, res)) : docsPage(req, res);
       }
       if (isPath(path, "/healthz")) {
+        l.route = "/healthz";
         res.json({ status: "ok" });
         return;
       }
-      if (isPath(path, "/readyz"))
+      if (isPath(path, "/readyz")) {
+        l.route = "/readyz";
         return deps
           .ready()
           .then(() => void res.json({ status: "ready" }))
           .catch(() => {
             throw new ApiError("internal_error", "Not ready.", { reason: "not_ready" });
           });
+      }
     }
     const under = underV1(path);
     if (under === undefined)
@@ -90,6 +103,7 @@ export function createApp(deps: AppDeps): express.Express {
       throw new ApiError("resource_not_found", `No endpoint at ${method} /v1${under}.`, {
         path: `/v1${under}`,
       });
+    l.route = labelOf(found.target);
     const chain = forMethod(found.target, method);
     if (!chain) {
       const { allow, allowList } = found.target;
@@ -104,7 +118,25 @@ export function createApp(deps: AppDeps): express.Express {
     return chain(req, res, l);
   };
 
-  if (deps.review) app.use("/review", deps.review);
+  if (deps.review) {
+    const review = deps.review;
+    // The review page's answers are counted too, under the pattern of the page's route that answered.
+    const metrics = deps.metrics;
+    app.use("/review", (req, res, next) => {
+      if (metrics) {
+        const started = performance.now();
+        res.once("finish", () =>
+          metrics.httpAnswer(
+            reviewRoute(req),
+            req.method,
+            res.statusCode,
+            (performance.now() - started) / 1000,
+          ),
+        );
+      }
+      review(req, res, next);
+    });
+  }
   app.use((req, res) => {
     const l = startRequest(req, res, logLine);
     let pending: void | Promise<void>;
@@ -200,4 +232,10 @@ function underV1(path: string): string | undefined {
   if (path.length === 3) return "/";
   if (path.charCodeAt(3) !== 47) return undefined;
   return path.length === 4 ? "/" : path.slice(3);
+}
+
+/** The route label of an answer of the review page: /review and the pattern of its route, or /review alone. */
+function reviewRoute(req: express.Request): string {
+  const pattern = (req.route as { path?: unknown } | undefined)?.path;
+  return typeof pattern === "string" ? `/review${pattern}` : "/review";
 }

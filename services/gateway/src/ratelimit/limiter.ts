@@ -20,7 +20,7 @@ import {
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
 import { ApiError } from "@dpp/contract";
-import { type Logger } from "@dpp/kit";
+import { type Logger, type ServiceMetrics } from "@dpp/kit";
 
 export interface RateLimitOptions {
   redisUrl?: string;
@@ -30,6 +30,8 @@ export interface RateLimitOptions {
   /** Failed authentications per minute per client address. */
   authFailuresPerMinute: number;
   log: Logger;
+  /** Each 429 counted under its limit's policy name (dpp_rate_limit_refusals_total{limit}). */
+  metrics?: ServiceMetrics;
 }
 
 export type Bucket = "anonymous" | "key" | "auth_failures";
@@ -115,11 +117,12 @@ export class RateLimiter {
     return this.redisState === "up";
   }
 
-  /** The 429 of a bucket whose window resets in `msBeforeNext`. */
+  /** The 429 of a bucket whose window resets in `msBeforeNext` (each one made is answered, and counted). */
   private refusal(bucket: Bucket, msBeforeNext: number): ApiError {
     const quota = this.quota[bucket];
     const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
     const policy = POLICY[bucket];
+    this.o.metrics?.rateLimitRefusal(policy);
     return new ApiError(
       "rate_limited",
       bucket === "auth_failures"

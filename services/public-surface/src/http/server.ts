@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApiError, httpStatusOf, verifyPreviewToken } from "@dpp/contract";
-import type { Logger } from "@dpp/kit";
+import type { Logger, ServiceMetrics } from "@dpp/kit";
 import type { DocumentsClient, PublicViews } from "../app/views";
 import { renderedOnce } from "../app/views";
 import {
@@ -50,6 +50,24 @@ export interface PublicServerOptions {
   /** Checks preview_url's token (PREVIEW_SIGNING_SECRET, passport's too); empty: every preview is refused. */
   previewSecret: string;
   log: Logger;
+  /** Each answer counted and timed under its route's pattern (`routeOf`), each 429 under its limit. */
+  metrics?: ServiceMetrics;
+}
+
+/**
+ * The route pattern of a path, as the metrics name it: the listener's routes (see the header) with their
+ * parameters as {names}, never the raw path; "unmatched" for any other path.
+ */
+export function routeOf(pathname: string): string {
+  if (pathname === "/healthz" || pathname === "/.well-known/gs1resolver") return pathname;
+  if (pathname === "/01" || pathname.startsWith("/01/")) return "/01/{gtin}";
+  const segments = pathname.split("/");
+  if (segments[1] !== "p" || !segments[2]) return "unmatched";
+  const rest = segments.slice(3).filter((x, i, all) => x !== "" || i < all.length - 1);
+  if (rest.length === 0) return "/p/{id}";
+  if (rest.length === 1 && (rest[0] === "qr.svg" || rest[0] === "qr.png")) return `/p/{id}/${rest[0]}`;
+  if (rest.length === 2 && rest[0] === "documents") return "/p/{id}/documents/{document}";
+  return "unmatched";
 }
 
 type Headers = Record<string, string>;
@@ -396,12 +414,14 @@ export async function startPublicServer(
         },
       };
     const wait = limiter.take(clientAddress(req, o.trustProxy));
-    if (wait > 0)
+    if (wait > 0) {
+      o.metrics?.rateLimitRefusal("public-per-address");
       return {
         status: 429,
         headers: { "Content-Type": "application/json; charset=utf-8", "Retry-After": String(wait) },
         body: errorJson("rate_limited", `Too many requests from this address; retry in ${wait} s.`),
       };
+    }
     if (req.method !== "GET" && req.method !== "HEAD")
       return {
         status: 405,
@@ -424,7 +444,20 @@ export async function startPublicServer(
     return notFound(req, pickLanguage(null, req.headers["accept-language"]));
   }
 
+  const metrics = o.metrics;
   const server = http.createServer((req, res) => {
+    const started = performance.now();
+    if (metrics)
+      res.once("finish", () => {
+        const q = req.url?.indexOf("?") ?? -1;
+        const path = q < 0 ? (req.url ?? "/") : req.url!.slice(0, q);
+        metrics.httpAnswer(
+          routeOf(path),
+          req.method ?? "GET",
+          res.statusCode,
+          (performance.now() - started) / 1000,
+        );
+      });
     route(req)
       .catch((err: unknown): Answer => {
         o.log.error({ err, url: req.url }, "public answer failed");

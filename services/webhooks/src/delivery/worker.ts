@@ -76,6 +76,16 @@ export const tenantContext = (e: { organization_id: string; livemode: boolean })
   livemode: e.livemode,
 });
 
+/** How long an endpoint's lag after a run here counts in lag(). */
+export const LAG_WINDOW_MS = 60_000;
+
+/** What a run learned of its endpoint's feed: its head, the position delivered, whether it caught up. */
+interface RunProgress {
+  head: number | undefined;
+  reached: number;
+  caughtUp: boolean;
+}
+
 export class DeliveryWorker {
   readonly owner = `w_${randomBytes(8).toString("hex")}`;
   private readonly running = new Set<Promise<void>>();
@@ -88,6 +98,9 @@ export class DeliveryWorker {
     private readonly log: Logger,
     private readonly onCommitted: () => void,
   ) {}
+
+  /** Each endpoint's lag after its last run here (lag()). */
+  private readonly lags = new Map<string, { lag: number; at: number }>();
 
   /** One pass: leases what this worker has room for and starts each endpoint's run; never waits for them. */
   async pass(): Promise<number> {
@@ -105,6 +118,21 @@ export class DeliveryWorker {
     return leased.length;
   }
 
+  /**
+   * Events behind the head of their feeds, summed over the endpoints this worker ran in the last LAG_WINDOW_MS
+   * (the metric dpp_consumer_lag{consumer="webhooks-delivery"}): after each run, 0 when it delivered every matching
+   * event up to the feed's head, else the head's sequence less the position it reached. An endpoint another
+   * replica runs now drops out after the window; across replicas, the largest value is the one to read.
+   */
+  lag(now = Date.now()): number {
+    let sum = 0;
+    for (const [id, l] of this.lags) {
+      if (now - l.at > LAG_WINDOW_MS) this.lags.delete(id);
+      else sum += l.lag;
+    }
+    return sum;
+  }
+
   /** Stops leasing and waits for the runs under way. */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -113,14 +141,20 @@ export class DeliveryWorker {
 
   private async run(e: EndpointRow): Promise<void> {
     const agent = runAgent(new URL(e.url));
+    const progress: RunProgress = { head: undefined, reached: Number(e.delivered_sequence), caughtUp: false };
     try {
-      await this.deliverRun(e, agent);
+      await this.deliverRun(e, agent, progress);
     } finally {
       agent.destroy();
+      if (progress.head !== undefined)
+        this.lags.set(e.id, {
+          lag: progress.caughtUp ? 0 : Math.max(0, progress.head - progress.reached),
+          at: Date.now(),
+        });
     }
   }
 
-  private async deliverRun(e: EndpointRow, agent: Agent): Promise<void> {
+  private async deliverRun(e: EndpointRow, agent: Agent, progress: RunProgress): Promise<void> {
     const started = Date.now();
     const flushEvery = this.o.flushEvery ?? 50;
     const flushMs = this.o.flushMs ?? 50;
@@ -128,6 +162,7 @@ export class DeliveryWorker {
       { afterSequence: BigInt(e.delivered_sequence), types: e.types, limit: this.o.batch },
       { context: tenantContext(e) },
     );
+    progress.head = Number(feed.headSequence);
     // Accepted events whose position is not moved yet, and when the first of them was accepted.
     let accepted: NewAttempt[] = [];
     let firstAt = 0;
@@ -138,6 +173,7 @@ export class DeliveryWorker {
       if (accepted.length === 0) return true;
       const held = await this.store.delivered(this.owner, e, lastAccepted, accepted);
       accepted = [];
+      if (held) progress.reached = lastAccepted;
       return held;
     };
     for (const entry of feed.entries) {
@@ -189,6 +225,8 @@ export class DeliveryWorker {
       return;
     }
     if (!(await flush())) return;
+    // Every matching event up to the head was delivered.
+    progress.caughtUp = !feed.hasMore;
     await this.store.release(this.owner, e, feed.hasMore ? 0 : this.o.idleMs);
   }
 }

@@ -45,6 +45,8 @@ export class RequestLocals implements Locals {
   conditional?: Conditional = undefined;
   /** The headers read (inputs.ts), once. */
   headers?: HeaderFacts = undefined;
+  /** The route pattern the request matched ("/v1/organizations/{organization}/passports"), for the metrics. */
+  route?: string = undefined;
   /** When the request arrived (performance.now()), for the log line. */
   readonly started: number;
 

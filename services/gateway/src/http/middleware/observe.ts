@@ -4,6 +4,7 @@
  */
 import type { Request, Response } from "express";
 import type { Logger } from "@dpp/kit";
+import type { ServiceMetrics } from "@dpp/kit";
 import { RequestLocals, newRequestId } from "./locals";
 import { securityHeaders } from "./security";
 
@@ -20,13 +21,27 @@ export function startRequest(req: Request, res: Response, logLine: (this: Respon
   return l;
 }
 
+/** The route label of a request that matched no route (an unknown path): never its raw path. */
+export const UNMATCHED_ROUTE = "unmatched";
+
 /**
  * The listener that writes a request's log line when its answer is sent (one function for every request: it
- * reads the answer from `this`): method, path, status, duration and key; error level for 5xx, warn for 4xx.
+ * reads the answer from `this`): method, path, status, duration and key; error level for 5xx, warn for 4xx. With
+ * `metrics`, it also counts the answer and its time under the route's pattern (dpp_http_requests_total,
+ * dpp_http_request_duration_seconds).
  */
-export function requestLog(log: Logger): (this: Response) => void {
+export function requestLog(log: Logger, metrics?: ServiceMetrics): (this: Response) => void {
   return function logLine(this: Response) {
     const status = this.statusCode;
+    if (metrics) {
+      const l = this.locals as unknown as RequestLocals;
+      metrics.httpAnswer(
+        l.route ?? UNMATCHED_ROUTE,
+        this.req.method,
+        status,
+        (performance.now() - l.started) / 1000,
+      );
+    }
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
     if (!log.isLevelEnabled(level)) return;
     const l = this.locals as unknown as RequestLocals;
