@@ -86,3 +86,15 @@ describe("loadConfig", () => {
     ).toThrow(expect.objectContaining({ message: expect.not.stringContaining("hunter2") }));
   });
 });
+
+describe("address", () => {
+  it("takes host:port, or an ipv4: list of every replica's address", () => {
+    expect(address.safeParse("127.0.0.1:50051").success).toBe(true);
+    expect(address.safeParse("passport:50051").success).toBe(true);
+    expect(address.safeParse("ipv4:127.0.0.1:50051,127.0.0.1:20001").success).toBe(true);
+    expect(address.safeParse("ipv4:127.0.0.1:50051").success).toBe(true);
+    expect(address.safeParse("127.0.0.1:50051,127.0.0.1:20001").success).toBe(false);
+    expect(address.safeParse("ipv4:passport:50051").success).toBe(false);
+    expect(address.safeParse("ipv4:127.0.0.1:50051,").success).toBe(false);
+  });
+});

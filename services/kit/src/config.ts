@@ -24,8 +24,16 @@ export class ConfigError extends Error {
   }
 }
 
-/** host:port, as used for <SERVICE>_ADDR and listen addresses. */
-export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, "expected host:port");
+/**
+ * host:port, as used for <SERVICE>_ADDR and listen addresses; a caller's <SERVICE>_ADDR may also name every
+ * replica of the service, `ipv4:127.0.0.1:50051,127.0.0.1:50061` (gRPC's own syntax for a list of addresses).
+ */
+export const address = z
+  .string()
+  .regex(
+    /^(?:[^\s:,]+:\d{1,5}|ipv4:\d{1,3}(?:\.\d{1,3}){3}:\d{1,5}(?:,\d{1,3}(?:\.\d{1,3}){3}:\d{1,5})*)$/,
+    "expected host:port",
+  );
 
 export const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "expected a postgres:// connection URL");
 
