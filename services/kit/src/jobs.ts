@@ -18,6 +18,9 @@
  *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
  *   once (info).
  * - Stop: no new pass starts; a running pass is awaited.
+ * - Observation: each pass that ran is logged at debug ("job pass", with when it started and ended), so that
+ *   which replica ran which pass, and that no two ran one job's pass at once, can be read from the logs;
+ *   JOB_LOG_LEVEL (e.g. "debug") sets the job lines' level apart from the service's LOG_LEVEL.
  */
 import { sql, type Kysely } from "kysely";
 import { lockKey } from "./db";
@@ -106,7 +109,10 @@ export async function withLeaderLock<T>(
 }
 
 export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
-  const log = o.log.child({ job: o.name });
+  const log = o.log.child(
+    { job: o.name },
+    process.env.JOB_LOG_LEVEL ? { level: process.env.JOB_LOG_LEVEL } : undefined,
+  );
   const minMs = o.backoffMinMs ?? Math.min(o.intervalMs, 1000);
   const maxMs = o.backoffMaxMs ?? 30_000;
   const repeatLogMs = o.repeatLogMs ?? 30_000;
@@ -120,7 +126,20 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
 
   const pass = async (): Promise<PassOutcome> => {
     if (stopped) return { ran: false, reason: "stopped" };
-    const work = o.lock === false ? await o.run() : await withLeaderLock(o.lock, o.name, o.run);
+    // When the pass held the lock: from the moment it had it until its work ended (before the unlock).
+    let started = 0;
+    let ended = 0;
+    const run = async () => {
+      started = Date.now();
+      try {
+        return await o.run();
+      } finally {
+        ended = Date.now();
+      }
+    };
+    const work = o.lock === false ? await run() : await withLeaderLock(o.lock, o.name, run);
+    if (started > 0 && log.isLevelEnabled("debug"))
+      log.debug({ started_at: started, ended_at: ended }, "job pass");
     if (work === undefined && o.lock !== false) {
       log.debug("lock held by another instance; pass skipped");
       return { ran: false, reason: "lock_not_held" };
