@@ -383,6 +383,8 @@ export function addService<T extends GenServiceMethods>(
       // The call's logger is made when something is logged: most calls log nothing.
       let callLog: Logger | undefined;
       const logOf = () => (callLog ??= log.child({ request_id: ctx.requestId, rpc: m.name, caller }));
+      // One line per call at debug: which replica served which call (test-e2e/scale-out.e2e.test.ts counts them).
+      if (log.isLevelEnabled("debug")) logOf().debug("call");
       // The work deadline: the caller waits DEADLINE_GRACE_MS past it for the answer (deadline.ts).
       const deadline = workDeadline(call.getDeadline(), call.metadata);
       // Work whose deadline passed is not started: its caller is told that nothing was applied.
