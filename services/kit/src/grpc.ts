@@ -582,10 +582,46 @@ function unaryWithDetailsMessage(client: grpc.Client, method: grpc.MethodDefinit
   };
 }
 
+/**
+ * The gRPC target of an address setting (config.ts `address`): a plain `host:port` becomes `dns:///host:port`, whose
+ * every address is used and which is resolved again when a connection closes (a pod gone, a connection aged out
+ * by its server: `GRPC_MAX_CONNECTION_AGE_MS`); a target with a scheme (`dns:`, `ipv4:`, `ipv6:`, `unix:`, or
+ * any `scheme://`) is used as it is.
+ */
+export function grpcTarget(address: string): string {
+  return /^(dns|ipv4|ipv6|unix|unix-abstract):|^[a-z][a-z0-9+.-]*:\/\//i.test(address)
+    ? address
+    : `dns:///${address}`;
+}
+
+/**
+ * Calls are spread round-robin over every address of the target, each a connection of its own: with one
+ * connection (pick_first, gRPC's default) every call of a caller reaches one replica however many there are
+ * (docs/decisions/0061-grpc-load-balancing.md).
+ */
+export const ROUND_ROBIN_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
+/** How often, at most, a DNS target is resolved again (grpc-js waits 30 s by default). */
+export const DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT = 5000;
+
+/** The channel options of a client's balancing: round-robin, and how soon a DNS name may be resolved again. */
+export function balancingChannelOptions(
+  o: { dnsMinTimeBetweenResolutionsMs?: number } = {},
+): grpc.ChannelOptions {
+  return {
+    "grpc.service_config": ROUND_ROBIN_SERVICE_CONFIG,
+    // The balancing is the kit's: a service config published in DNS TXT records is not looked up.
+    "grpc.service_config_disable_resolution": 1,
+    "grpc.dns_min_time_between_resolutions_ms":
+      o.dnsMinTimeBetweenResolutionsMs ?? DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
+  };
+}
+
 function rawClient(desc: DescService, address: string, channelOptions?: grpc.ChannelOptions): RawClient {
   const definition = serviceDefinition(desc);
   const Ctor = grpc.makeGenericClientConstructor(definition, desc.typeName);
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+  const client = new Ctor(grpcTarget(address), grpc.credentials.createInsecure(), {
+    ...balancingChannelOptions(),
     "grpc.keepalive_time_ms": 30000,
     // Reconnect quickly after a restarted service comes back (default backoff grows to 120 s).
     "grpc.initial_reconnect_backoff_ms": 100,

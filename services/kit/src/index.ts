@@ -18,7 +18,7 @@ export {
 export type { LeaderJob } from "./jobs";
 
 // Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
-export { ConfigError, address, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+export { ConfigError, address, listenAddress, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 export { createLogger, type Logger } from "./logger";
 
 // The context of a call: tenant, mode, key, plan, Idempotency-Key.

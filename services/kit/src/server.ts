@@ -66,6 +66,21 @@ export interface GrpcServerHandle {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+/** GRPC_MAX_CONNECTION_AGE_MS's default: 5 minutes. */
+export const MAX_CONNECTION_AGE_MS_DEFAULT = 300_000;
+/** GRPC_MAX_CONNECTION_AGE_GRACE_MS's default: 30 seconds. */
+export const MAX_CONNECTION_AGE_GRACE_MS_DEFAULT = 30_000;
+
+export interface GrpcServerOptions {
+  /**
+   * A connection older than this is closed (GOAWAY, a little jitter added by grpc-js): its client connects again,
+   * resolving the service's name anew, and so spreads its calls over replicas started since (round-robin, grpc.ts).
+   */
+  maxConnectionAgeMs?: number;
+  /** The calls running on a connection closed for its age get this long to finish before it is cut. */
+  maxConnectionAgeGraceMs?: number;
+}
+
 /**
  * Starts a gRPC server on `address` with the health service. `register` adds the
  * service implementations and returns their fully-qualified names.
@@ -74,8 +89,13 @@ export async function startGrpcServer(
   address: string,
   log: Logger,
   register: (server: grpc.Server) => string[],
+  options: GrpcServerOptions = {},
 ): Promise<GrpcServerHandle> {
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    "grpc.max_connection_age_ms": options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS_DEFAULT,
+    "grpc.max_connection_age_grace_ms": options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+  });
   const health = new HealthService();
   health.register(server);
   const names = register(server);

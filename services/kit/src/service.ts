@@ -26,7 +26,7 @@ import type * as grpc from "@grpc/grpc-js";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { Kysely, Migration } from "kysely";
 import { z } from "zod";
-import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+import { ConfigError, listenAddress, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 import { kafkaEnv, refineKafkaEnv } from "@dpp/bus";
 import { createLogger, type Logger } from "./logger";
 import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT } from "./db";
@@ -36,7 +36,12 @@ import { migrateOutbox, OutboxRelay, RELAY_DEBOUNCE_MS_DEFAULT } from "./outbox"
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
 import { enableKeyedCallChecks } from "./keyed-work";
-import { addService, createClient, type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
+import {
+  addService,
+  balancingChannelOptions,
+  createClient,
+  DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
+  type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
 import {
   createContextSigner,
   createContextVerifier,
@@ -45,7 +50,12 @@ import {
   type ContextSigner,
   type ContextVerifier,
 } from "./internal-auth";
-import { onShutdownSignal, startGrpcServer } from "./server";
+import {
+  MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+  MAX_CONNECTION_AGE_MS_DEFAULT,
+  onShutdownSignal,
+  startGrpcServer,
+} from "./server";
 import { healthV1 } from "@dpp/proto";
 
 /**
@@ -81,6 +91,11 @@ export const commonServiceEnv = {
   RELAY_DEBOUNCE_MS: z.coerce.number().int().min(0).max(1000).default(RELAY_DEBOUNCE_MS_DEFAULT),
   /** Time in-flight calls get on SIGTERM. */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
+  /**
+   * How often, at most, a caller resolves a service's DNS name again (its <NAME>_ADDR): when a connection closes
+   * (a replica gone, a connection aged out), new replicas are found no sooner than this after the last lookup.
+   */
+  GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
   /** How often idempotency records older than 24 h are deleted (services that keep them). */
   IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
   /**
@@ -109,6 +124,8 @@ export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
 /** The validated configuration of a service: the common variables, GRPC_ADDR (gRPC services), and its own. */
 export type ServiceConfig<Env extends z.ZodRawShape> = CommonServiceConfig & {
   GRPC_ADDR: string;
+  GRPC_MAX_CONNECTION_AGE_MS: number;
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: number;
 } & z.infer<z.ZodObject<Env>>;
 
 export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
@@ -184,7 +201,15 @@ export function serviceConfigSchema<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
 ) {
   const grpcShape =
-    def.grpcPort !== undefined ? { GRPC_ADDR: address.default(`0.0.0.0:${def.grpcPort}`) } : {};
+    def.grpcPort !== undefined
+      ? {
+          GRPC_ADDR: listenAddress.default(`0.0.0.0:${def.grpcPort}`),
+          /** A client connection older than this is closed, so that its caller rebalances (server.ts). */
+          GRPC_MAX_CONNECTION_AGE_MS: positiveInt(MAX_CONNECTION_AGE_MS_DEFAULT),
+          /** The calls of a connection closed for its age get this long to finish. */
+          GRPC_MAX_CONNECTION_AGE_GRACE_MS: positiveInt(MAX_CONNECTION_AGE_GRACE_MS_DEFAULT),
+        }
+      : {};
   return z.object({ ...commonServiceEnv, ...grpcShape, ...def.env }).superRefine((v, ctx) => {
     refineKafkaEnv(v as Parameters<typeof refineKafkaEnv>[0], ctx);
     def.refine?.(v as unknown as ServiceConfig<Env>, ctx);
@@ -318,6 +343,9 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
           audience: o.audience,
           deadlineMs: o.deadlineMs,
           log,
+          channelOptions: balancingChannelOptions({
+            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS,
+          }),
         });
         hooks.push(() => c.close());
         return c;
@@ -369,8 +397,14 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     const extra = await def.start(rt);
     let port = 0;
     if (def.grpcPort !== undefined) {
-      const server = await startGrpcServer(config.GRPC_ADDR, log, (s) =>
-        registrations.map((register) => register(s)),
+      const server = await startGrpcServer(
+        config.GRPC_ADDR,
+        log,
+        (s) => registrations.map((register) => register(s)),
+        {
+          maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+          maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+        },
       );
       steps.push(() => server.shutdown(config.SHUTDOWN_GRACE_MS));
       port = server.port;
