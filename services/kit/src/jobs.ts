@@ -18,7 +18,8 @@
  *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
  *   once (info).
  * - Stop: no new pass starts; a running pass is awaited.
- * - Observation: each pass that ran is logged at debug ("job pass", with when it started and ended), so that
+ * - Observation: each pass that ran is logged at debug ("job pass", with when it started and ended, and
+ *   `leader`: whether it held the job's lock; a job without one runs on every replica at once), so that
  *   which replica ran which pass, and that no two ran one job's pass at once, can be read from the logs;
  *   JOB_LOG_LEVEL (e.g. "debug") sets the job lines' level apart from the service's LOG_LEVEL.
  */
@@ -139,7 +140,7 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
     };
     const work = o.lock === false ? await run() : await withLeaderLock(o.lock, o.name, run);
     if (started > 0 && log.isLevelEnabled("debug"))
-      log.debug({ started_at: started, ended_at: ended }, "job pass");
+      log.debug({ started_at: started, ended_at: ended, leader: o.lock !== false }, "job pass");
     if (work === undefined && o.lock !== false) {
       log.debug("lock held by another instance; pass skipped");
       return { ran: false, reason: "lock_not_held" };
