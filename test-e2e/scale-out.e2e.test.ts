@@ -10,7 +10,8 @@
  *   the replica gone); the supervisor restarts both replicas by itself;
  * - the outbox relays and the events consumers of both replicas never double nor reorder an event: the
  *   public feed holds each created passport's passport.created once, in commit order (the outbox's `ord`), on
- *   the Postgres-table bus;
+ *   the Postgres-table bus, and on Kafka (librdkafka's mock cluster, tools/kafka-mock/mock_cluster.py, with a
+ *   replica of passport and one of events killed while passports are created);
  * - every leader job runs on one replica at a time: each replica logs its job passes with when they held the
  *   job's lock (JOB_LOG_LEVEL=debug), and no two passes of one job overlap;
  * - SIGTERM of a replica under load drains it: nothing lost, no 5xx.
@@ -20,7 +21,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import pg from "pg";
-import type { SupervisionEvent } from "@dpp/stack";
+import { SERVICE_NODE_ARGS, type SupervisionEvent } from "@dpp/stack";
+import { startKafkaMock, type KafkaMock } from "../packages/bus/test/support/kafka-mock";
 import { startHarness, type Harness, type Tenant } from "./support/harness";
 
 /** How long after a kill a 5xx may still be answered (and is retried): the callers see the replica gone. */
@@ -32,21 +34,13 @@ let h: Harness;
 let t: Tenant;
 const events: SupervisionEvent[] = [];
 
-beforeAll(async () => {
-  h = await startHarness("e2e_scale", {
-    replicas: 2,
-    // Each passport replica logs the calls it serves (one debug line each); every replica its job passes.
-    serviceEnv: { passport: { LOG_LEVEL: "debug" } },
-    // The load's creates and reads go through one key: its rate limit is raised out of the way.
-    env: { JOB_LOG_LEVEL: "debug", RATE_LIMIT_PER_KEY_PER_MINUTE: "100000" },
-    supervise: {
-      policy: { initialBackoffMs: 300, maxBackoffMs: 1000, maxRestarts: 10, windowMs: 600_000 },
-      report: (e) => events.push(e),
-    },
-  });
-  t = await h.tenant("Scale Brand");
-}, 180_000);
-afterAll(() => h?.close(), 60_000);
+/** The stack's supervision: each replica that dies is restarted by itself. */
+const supervise = {
+  policy: { initialBackoffMs: 300, maxBackoffMs: 1000, maxRestarts: 10, windowMs: 600_000 },
+  report: (e: SupervisionEvent) => events.push(e),
+};
+/** Every replica logs its job passes; the load's creates and reads go through one key, whose limit is raised. */
+const ENV = { JOB_LOG_LEVEL: "debug", RATE_LIMIT_PER_KEY_PER_MINUTE: "100000" };
 
 const passports = () => `/organizations/${t.organizationId}/passports`;
 
@@ -155,75 +149,6 @@ async function expectAllReadable(load: Load) {
   }
 }
 
-it("runs two replicas of every service, the gateway's behind one port", () => {
-  for (const s of Object.values(h.stack.services)) {
-    expect(s.replicas).toHaveLength(2);
-    expect(new Set(s.replicas.map((r) => r.process.pid)).size).toBe(2);
-    if (s.name !== "gateway") expect(s.address).toBe(`ipv4:${s.replicas.map((r) => r.address).join(",")}`);
-  }
-  expect(h.stack.balanced.gateway).toHaveLength(2);
-  expect(h.stack.balanced.public).toHaveLength(2);
-});
-
-it("spreads the calls to passport over both replicas", async () => {
-  const created = await h.request(passports(), { key: t.testKey, body: { category: "general" } });
-  h.expectStatus(created, 201);
-  const ids = ["passport-1", "passport-2"];
-  const from = ids.map(logSize);
-  const BURST = 60;
-  for (let i = 0; i < BURST; i += 6)
-    await Promise.all(
-      [...Array(6).keys()].map(async () =>
-        h.expectStatus(await h.request(`${passports()}/${created.body.id}`, { key: t.testKey }), 200),
-      ),
-    );
-  const served = ids.map((id, i) => logLines(id, from[i]).filter((l) => l.msg === "call").length);
-  const total = served[0]! + served[1]!;
-  console.log(
-    `calls spread: ${BURST} reads, passport-1 served ${served[0]}, passport-2 served ${served[1]} calls`,
-  );
-  expect(total).toBeGreaterThanOrEqual(BURST);
-  for (const n of served) expect(n).toBeGreaterThanOrEqual(total / 3);
-});
-
-let killLoad: Load;
-
-it("loses no accepted write when a passport replica and a gateway replica are killed under keyed creates", async () => {
-  const load = keyedCreates("kill", 4);
-  killLoad = load;
-  const kills: number[] = [];
-  try {
-    await untilCreated(load, 20);
-    const passport1 = h.stack.services.passport.replicas[0]!.process.pid!;
-    kills.push(Date.now());
-    process.kill(passport1, "SIGKILL");
-    await untilCreated(load, load.created.size + 20);
-    const gateway1 = h.stack.services.gateway.replicas[0]!.process.pid!;
-    kills.push(Date.now());
-    process.kill(gateway1, "SIGKILL");
-    await untilCreated(load, load.created.size + 20);
-    // The supervisor brings both back by itself.
-    await until("both replicas restarted", () =>
-      ["passport-1", "gateway-1"].every((id) =>
-        events.some((e) => e.kind === "restarted" && e.service === id),
-      )
-        ? true
-        : undefined,
-    );
-    await untilCreated(load, load.created.size + 20);
-  } finally {
-    load.stop();
-    await load.done;
-  }
-  await expectAllReadable(load);
-  const outside = load.fiveXx.filter((at) => !kills.some((k) => at >= k && at <= k + RETRY_WINDOW_MS));
-  console.log(
-    `SIGKILL of passport-1 and gateway-1 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
-  );
-  expect(outside).toEqual([]);
-  expect(h.stack.services.passport.replicas[0]!.process.pid).not.toBe(undefined);
-}, 180_000);
-
 interface FeedEvent {
   id: string;
   type: string;
@@ -238,79 +163,233 @@ async function readFeed(): Promise<FeedEvent[]> {
       `/organizations/${t.organizationId}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
       { key: t.testKey },
     );
-    h.expectStatus(res, 200);
+    if (res.status !== 200) throw new Error(`feed answered ${res.status}`);
     all.push(...(res.body.data as FeedEvent[]));
     cursor = res.body.next_cursor;
     if (!res.body.has_more) return all;
   }
 }
 
-it("holds every created passport's event once and in commit order in the feed (Postgres-table bus)", async () => {
+/**
+ * The organization's feed holds one passport.created per passport it created (every create of `load`
+ * among them), nothing doubled, in commit order (the outbox's `ord`), once it caught up within `catchUpMs`.
+ */
+async function expectFeedOnceInOrder(bus: string, load: Load, catchUpMs: number) {
   const db = new pg.Client({ connectionString: h.db.url });
   await db.connect();
   try {
     const { rows } = await db.query<{ pid: string }>(
       `select payload->'related'->>'id' as pid from passport.outbox
-         where organization_id = $1 and livemode = false and type = 'passport.created' order by ord`,
+       where organization_id = $1 and livemode = false and type = 'passport.created' order by ord`,
       [t.organizationId],
     );
     const expected = rows.map((r) => r.pid);
-    for (const id of killLoad.created.values()) expect(expected).toContain(id);
+    for (const id of load.created.values()) expect(expected).toContain(id);
     let feed: FeedEvent[] = [];
-    for (const end = Date.now() + 60_000; Date.now() < end; await sleep(250)) {
-      feed = (await readFeed()).filter((e) => e.type === "passport.created");
+    for (const end = Date.now() + catchUpMs; Date.now() < end; await sleep(250)) {
+      feed = (await readFeed().catch(() => [])).filter((e) => e.type === "passport.created");
       if (feed.length >= expected.length) break;
     }
     const related = feed.map((e) => e.related.id);
     console.log(
-      `feed on the Postgres-table bus: ${expected.length} passports created, ${related.length} passport.created events, ${related.length - new Set(related).size} doubled`,
+      `feed on ${bus}: ${expected.length} passports created, ${related.length} passport.created events, ${related.length - new Set(related).size} doubled`,
     );
     expect(new Set(feed.map((e) => e.id)).size).toBe(feed.length);
     expect(related).toEqual(expected);
   } finally {
     await db.end();
   }
-}, 120_000);
+}
 
-it("runs each leader job's pass on one replica at a time", () => {
-  const passes: { job: string; replica: string; from: number; to: number }[] = [];
-  for (const s of Object.values(h.stack.services))
-    for (const r of s.replicas)
-      for (const l of logLines(r.id))
-        if (l.msg === "job pass" && l.leader)
-          passes.push({ job: l.job, replica: l.replica, from: l.started_at, to: l.ended_at });
-  const jobs = new Map<string, typeof passes>();
-  for (const p of passes) jobs.set(p.job, [...(jobs.get(p.job) ?? []), p]);
-  let overlaps = 0;
-  let onBoth = 0;
-  for (const list of jobs.values()) {
-    list.sort((a, b) => a.from - b.from);
-    for (let i = 1; i < list.length; i++) if (list[i]!.from < list[i - 1]!.to) overlaps++;
-    if (new Set(list.map((p) => p.replica)).size > 1) onBoth++;
-  }
-  console.log(
-    `leader jobs: ${passes.length} passes of ${jobs.size} jobs, ${onBoth} jobs ran on both replicas (one at a time), overlapping passes ${overlaps}`,
-  );
-  expect(jobs.size).toBeGreaterThan(0);
-  expect(overlaps).toBe(0);
+describe("on the Postgres-table bus", () => {
+  beforeAll(async () => {
+    events.length = 0;
+    h = await startHarness("e2e_scale", {
+      replicas: 2,
+      // Each passport replica logs the calls it serves (one debug line each).
+      serviceEnv: { passport: { LOG_LEVEL: "debug" } },
+      env: ENV,
+      supervise,
+    });
+    t = await h.tenant("Scale Brand");
+  }, 180_000);
+  afterAll(() => h?.close(), 60_000);
+
+  it("runs two replicas of every service, the gateway's behind one port", () => {
+    for (const s of Object.values(h.stack.services)) {
+      expect(s.replicas).toHaveLength(2);
+      expect(new Set(s.replicas.map((r) => r.process.pid)).size).toBe(2);
+      if (s.name !== "gateway") expect(s.address).toBe(`ipv4:${s.replicas.map((r) => r.address).join(",")}`);
+    }
+    expect(h.stack.balanced.gateway).toHaveLength(2);
+    expect(h.stack.balanced.public).toHaveLength(2);
+  });
+
+  it("spreads the calls to passport over both replicas", async () => {
+    const created = await h.request(passports(), { key: t.testKey, body: { category: "general" } });
+    h.expectStatus(created, 201);
+    const ids = ["passport-1", "passport-2"];
+    const from = ids.map(logSize);
+    const BURST = 60;
+    for (let i = 0; i < BURST; i += 6)
+      await Promise.all(
+        [...Array(6).keys()].map(async () =>
+          h.expectStatus(await h.request(`${passports()}/${created.body.id}`, { key: t.testKey }), 200),
+        ),
+      );
+    const served = ids.map((id, i) => logLines(id, from[i]).filter((l) => l.msg === "call").length);
+    const total = served[0]! + served[1]!;
+    console.log(
+      `calls spread: ${BURST} reads, passport-1 served ${served[0]}, passport-2 served ${served[1]} calls`,
+    );
+    expect(total).toBeGreaterThanOrEqual(BURST);
+    for (const n of served) expect(n).toBeGreaterThanOrEqual(total / 3);
+  });
+
+  let killLoad: Load;
+
+  it("loses no accepted write when a passport replica and a gateway replica are killed under keyed creates", async () => {
+    const load = keyedCreates("kill", 4);
+    killLoad = load;
+    const kills: number[] = [];
+    try {
+      await untilCreated(load, 20);
+      const passport1 = h.stack.services.passport.replicas[0]!.process.pid!;
+      kills.push(Date.now());
+      process.kill(passport1, "SIGKILL");
+      await untilCreated(load, load.created.size + 20);
+      const gateway1 = h.stack.services.gateway.replicas[0]!.process.pid!;
+      kills.push(Date.now());
+      process.kill(gateway1, "SIGKILL");
+      await untilCreated(load, load.created.size + 20);
+      // The supervisor brings both back by itself.
+      await until("both replicas restarted", () =>
+        ["passport-1", "gateway-1"].every((id) =>
+          events.some((e) => e.kind === "restarted" && e.service === id),
+        )
+          ? true
+          : undefined,
+      );
+      await untilCreated(load, load.created.size + 20);
+    } finally {
+      load.stop();
+      await load.done;
+    }
+    await expectAllReadable(load);
+    const outside = load.fiveXx.filter((at) => !kills.some((k) => at >= k && at <= k + RETRY_WINDOW_MS));
+    console.log(
+      `SIGKILL of passport-1 and gateway-1 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+    );
+    expect(outside).toEqual([]);
+    expect(h.stack.services.passport.replicas[0]!.process.pid).not.toBe(undefined);
+  }, 180_000);
+
+  it("holds every created passport's event once and in commit order in the feed (Postgres-table bus)", async () => {
+    await expectFeedOnceInOrder("the Postgres-table bus", killLoad, 60_000);
+  }, 120_000);
+
+  it("runs each leader job's pass on one replica at a time", () => {
+    const passes: { job: string; replica: string; from: number; to: number }[] = [];
+    for (const s of Object.values(h.stack.services))
+      for (const r of s.replicas)
+        for (const l of logLines(r.id))
+          if (l.msg === "job pass" && l.leader)
+            passes.push({ job: l.job, replica: l.replica, from: l.started_at, to: l.ended_at });
+    const jobs = new Map<string, typeof passes>();
+    for (const p of passes) jobs.set(p.job, [...(jobs.get(p.job) ?? []), p]);
+    let overlaps = 0;
+    let onBoth = 0;
+    for (const list of jobs.values()) {
+      list.sort((a, b) => a.from - b.from);
+      for (let i = 1; i < list.length; i++) if (list[i]!.from < list[i - 1]!.to) overlaps++;
+      if (new Set(list.map((p) => p.replica)).size > 1) onBoth++;
+    }
+    console.log(
+      `leader jobs: ${passes.length} passes of ${jobs.size} jobs, ${onBoth} jobs ran on both replicas (one at a time), overlapping passes ${overlaps}`,
+    );
+    expect(jobs.size).toBeGreaterThan(0);
+    expect(overlaps).toBe(0);
+  });
+
+  it("drains a replica stopped with SIGTERM under load: nothing lost, no 5xx", async () => {
+    const load = keyedCreates("term", 4);
+    try {
+      await untilCreated(load, 20);
+      await Promise.all([h.stack.stopReplica("passport", 1), h.stack.stopReplica("gateway", 1)]);
+      expect(h.stack.services.passport.replicas[1]!.unit.exit).toBe("code 0");
+      await untilCreated(load, load.created.size + 20);
+      await Promise.all([h.stack.startReplica("passport", 1), h.stack.startReplica("gateway", 1)]);
+      await untilCreated(load, load.created.size + 20);
+    } finally {
+      load.stop();
+      await load.done;
+    }
+    await expectAllReadable(load);
+    console.log(
+      `SIGTERM of passport-2 and gateway-2 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+    );
+    expect(load.fiveXx).toEqual([]);
+  }, 120_000);
 });
 
-it("drains a replica stopped with SIGTERM under load: nothing lost, no 5xx", async () => {
-  const load = keyedCreates("term", 4);
-  try {
-    await untilCreated(load, 20);
-    await Promise.all([h.stack.stopReplica("passport", 1), h.stack.stopReplica("gateway", 1)]);
-    expect(h.stack.services.passport.replicas[1]!.unit.exit).toBe("code 0");
-    await untilCreated(load, load.created.size + 20);
-    await Promise.all([h.stack.startReplica("passport", 1), h.stack.startReplica("gateway", 1)]);
-    await untilCreated(load, load.created.size + 20);
-  } finally {
-    load.stop();
-    await load.done;
-  }
-  await expectAllReadable(load);
-  console.log(
-    `SIGTERM of passport-2 and gateway-2 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
-  );
-  expect(load.fiveXx).toEqual([]);
-}, 120_000);
+describe("on Kafka (librdkafka's mock cluster)", () => {
+  let mock: KafkaMock;
+  const TOPIC = "e2e-scale.domain-events";
+  beforeAll(async () => {
+    events.length = 0;
+    mock = await startKafkaMock();
+    // The mock answers no topic creation through the admin API: the topic is made here, and the services
+    // find it (KAFKA_TOPIC_CREATE=false); their producers are plain ones (support/kafka-mock-preload.cjs).
+    await mock.control(`create-topic ${TOPIC} 6`);
+    h = await startHarness("e2e_scale_kafka", {
+      replicas: 2,
+      env: {
+        ...ENV,
+        KAFKA_BROKERS: mock.brokers,
+        KAFKA_TOPIC: TOPIC,
+        KAFKA_CONSUMER_GROUP: "e2e-scale-events",
+        KAFKA_TOPIC_CREATE: "false",
+        KAFKA_SESSION_TIMEOUT_MS: "6000",
+      },
+      nodeArgs: [
+        ...SERVICE_NODE_ARGS,
+        "--require",
+        path.join(__dirname, "support", "kafka-mock-preload.cjs"),
+      ],
+      supervise,
+    });
+    t = await h.tenant("Scale Kafka Brand");
+  }, 180_000);
+  afterAll(async () => {
+    await h?.close();
+    await mock?.stop();
+  }, 60_000);
+
+  it("holds every created passport's event once and in commit order while a relay and a consumer replica are killed", async () => {
+    const load = keyedCreates("kafka", 4);
+    try {
+      await untilCreated(load, 20);
+      process.kill(h.stack.services.passport.replicas[0]!.process.pid!, "SIGKILL");
+      await untilCreated(load, load.created.size + 20);
+      process.kill(h.stack.services.events.replicas[1]!.process.pid!, "SIGKILL");
+      await untilCreated(load, load.created.size + 20);
+      await until("both replicas restarted", () =>
+        ["passport-1", "events-2"].every((id) =>
+          events.some((e) => e.kind === "restarted" && e.service === id),
+        )
+          ? true
+          : undefined,
+      );
+      await untilCreated(load, load.created.size + 20);
+    } finally {
+      load.stop();
+      await load.done;
+    }
+    await expectAllReadable(load);
+    console.log(
+      `Kafka: SIGKILL of passport-1 and events-2 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+    );
+    // A consumer's partitions wait for its session to time out (6 s) and the group to rebalance.
+    await expectFeedOnceInOrder("Kafka", load, 120_000);
+  }, 300_000);
+});

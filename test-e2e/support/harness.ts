@@ -71,6 +71,8 @@ export interface HarnessOptions {
   serviceEnv?: StackOptions["serviceEnv"];
   /** Level of the services' logs (warn by default). */
   logLevel?: string;
+  /** Node's own flags of each service process (StackOptions.nodeArgs). */
+  nodeArgs?: StackOptions["nodeArgs"];
 }
 
 /**
@@ -97,6 +99,7 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
     supervise: o.supervise,
     replicas: o.replicas,
     serviceEnv: o.serviceEnv,
+    nodeArgs: o.nodeArgs,
   });
   const gatewayDb = createDb<GatewayDB>({
     url: db.url,
