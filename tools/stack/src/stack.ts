@@ -654,7 +654,11 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
   };
 
   try {
-    await Promise.all(GRPC_SERVICES.flatMap((s) => indexes(s.name).map((i) => launch(s.name, i))));
+    // In waves: the first replica of every service at once (the stack as with one replica), then the second of
+    // each, ...: a wave starts no more processes at once than one replica does, on a machine of two cores.
+    const waves = Math.max(...GRPC_SERVICES.map((s) => counts[s.name]));
+    for (let i = 0; i < waves; i++)
+      await Promise.all(GRPC_SERVICES.filter((s) => counts[s.name] > i).map((s) => launch(s.name, i)));
     await Promise.all(indexes(GATEWAY.name).map((i) => launch(GATEWAY.name, i)));
     const front = async (key: "gateway" | "public", name: ServiceName, port: number, own: number[]) => {
       if (own.length === 1) return;
