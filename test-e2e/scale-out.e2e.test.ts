@@ -67,6 +67,8 @@ const logSize = (id: string) => fs.statSync(path.join(h.logDir, `${id}.log`)).si
 interface Load {
   created: Map<string, string>; // external_id → passport id
   retried: number;
+  /** Requests whose connection broke before an answer (a replica killed or closing its connections). */
+  broken: number;
   fiveXx: number[];
   stop: () => void;
   done: Promise<void>;
@@ -80,6 +82,7 @@ function keyedCreates(prefix: string, writers: number): Load {
   const load: Load = {
     created: new Map(),
     retried: 0,
+    broken: 0,
     fiveXx: [],
     stop: () => undefined,
     done: Promise.resolve(),
@@ -97,6 +100,7 @@ function keyedCreates(prefix: string, writers: number): Load {
           headers: { "idempotency-key": key },
         })
         .catch(() => undefined);
+      if (!res) load.broken++;
       if (res && res.status >= 200 && res.status < 300) {
         load.created.set(externalId, res.body.id as string);
         return;
@@ -278,7 +282,7 @@ describe("on the Postgres-table bus", () => {
     await expectAllReadable(load);
     const outside = load.fiveXx.filter((at) => !kills.some((k) => at >= k && at <= k + RETRY_WINDOW_MS));
     console.log(
-      `SIGKILL of passport-1 and gateway-1 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+      `SIGKILL of passport-1 and gateway-1 under ${load.created.size} keyed creates: retried ${load.retried} (${load.broken} broken connections), 5xx ${load.fiveXx.length}, writes lost 0`,
     );
     expect(outside).toEqual([]);
     expect(h.stack.services.passport.replicas[0]!.process.pid).not.toBe(undefined);
@@ -326,7 +330,7 @@ describe("on the Postgres-table bus", () => {
     }
     await expectAllReadable(load);
     console.log(
-      `SIGTERM of passport-2 and gateway-2 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+      `SIGTERM of passport-2 and gateway-2 under ${load.created.size} keyed creates: retried ${load.retried} (${load.broken} broken connections), 5xx ${load.fiveXx.length}, writes lost 0`,
     );
     expect(load.fiveXx).toEqual([]);
   }, 120_000);
@@ -387,7 +391,7 @@ describe("on Kafka (librdkafka's mock cluster)", () => {
     }
     await expectAllReadable(load);
     console.log(
-      `Kafka: SIGKILL of passport-1 and events-2 under ${load.created.size} keyed creates: retried ${load.retried}, 5xx ${load.fiveXx.length}, writes lost 0`,
+      `Kafka: SIGKILL of passport-1 and events-2 under ${load.created.size} keyed creates: retried ${load.retried} (${load.broken} broken connections), 5xx ${load.fiveXx.length}, writes lost 0`,
     );
     // A consumer's partitions wait for its session to time out (6 s) and the group to rebalance.
     await expectFeedOnceInOrder("Kafka", load, 120_000);
