@@ -124,6 +124,11 @@ function keyedCreates(prefix: string, writers: number): Load {
   return load;
 }
 
+/** The 5xx answers of the load that came later than RETRY_WINDOW_MS after every kill (or before them all). */
+function outsideRetryWindow(load: Load, kills: number[]): number[] {
+  return load.fiveXx.filter((at) => !kills.some((k) => at >= k && at <= k + RETRY_WINDOW_MS));
+}
+
 /** Waits until `n` passports of the load were created. */
 async function untilCreated(load: Load, n: number) {
   for (const end = Date.now() + 60_000; load.created.size < n; await sleep(50))
@@ -285,7 +290,7 @@ describe("on the Postgres-table bus", () => {
       await load.done;
     }
     await expectAllReadable(load);
-    const outside = load.fiveXx.filter((at) => !kills.some((k) => at >= k && at <= k + RETRY_WINDOW_MS));
+    const outside = outsideRetryWindow(load, kills);
     console.log(
       `SIGKILL of passport-1 and gateway-1 under ${load.created.size} keyed creates: retried ${load.retried} (${load.broken} broken connections), 5xx ${load.fiveXx.length}, writes lost 0`,
     );
@@ -376,10 +381,13 @@ describe("on Kafka (librdkafka's mock cluster)", () => {
 
   it("holds every created passport's event once and in commit order while a relay and a consumer replica are killed", async () => {
     const load = keyedCreates("kafka", 4);
+    const kills: number[] = [];
     try {
       await untilCreated(load, 20);
+      kills.push(Date.now());
       process.kill(h.stack.services.passport.replicas[0]!.process.pid!, "SIGKILL");
       await untilCreated(load, load.created.size + 20);
+      kills.push(Date.now());
       process.kill(h.stack.services.events.replicas[1]!.process.pid!, "SIGKILL");
       await untilCreated(load, load.created.size + 20);
       await until("both replicas restarted", () =>
@@ -398,6 +406,7 @@ describe("on Kafka (librdkafka's mock cluster)", () => {
     console.log(
       `Kafka: SIGKILL of passport-1 and events-2 under ${load.created.size} keyed creates: retried ${load.retried} (${load.broken} broken connections), 5xx ${load.fiveXx.length}, writes lost 0`,
     );
+    expect(outsideRetryWindow(load, kills)).toEqual([]);
     // A consumer's partitions wait for its session to time out (6 s) and the group to rebalance.
     await expectFeedOnceInOrder("Kafka", load, 120_000);
   }, 300_000);
