@@ -371,7 +371,15 @@ type Readiness = "ready" | "not yet";
 /** A running service disagrees with its registry entry: starting fails at once. */
 class RegistryMismatch extends Error {}
 
-async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit, timeoutMs = 30000) {
+/** How long a service (with one replica of each) gets to answer its readiness check. */
+const READY_TIMEOUT_MS = 30_000;
+
+async function waitFor(
+  what: string,
+  check: () => Promise<Readiness>,
+  unit: Unit,
+  timeoutMs = READY_TIMEOUT_MS,
+) {
   const until = Date.now() + timeoutMs;
   // What the last probe found, for the error: whether the service listened at all, and what it answered.
   let last = "no probe answered";
@@ -591,8 +599,10 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
       service.readyInMs = undefined;
     }
     try {
-      if (s.kind === "gateway") await waitFor(id, () => httpReady(`http://${own}/readyz`), unit);
-      else await waitFor(id, () => grpcServing(s, own), unit);
+      // A machine that runs N replicas of each service starts N times as much: each gets N times the time.
+      const timeoutMs = READY_TIMEOUT_MS * Math.max(...Object.values(counts));
+      if (s.kind === "gateway") await waitFor(id, () => httpReady(`http://${own}/readyz`), unit, timeoutMs);
+      else await waitFor(id, () => grpcServing(s, own), unit, timeoutMs);
       replica.readyInMs = Date.now() - started;
       if (i === 0) service.readyInMs = replica.readyInMs;
     } catch (err) {
