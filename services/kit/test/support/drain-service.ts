@@ -19,7 +19,7 @@ const drainService = defineService({
       name: "drain-fixture:tick",
       intervalMs: 50,
       lock: false,
-      run: () => {
+      run: async () => {
         rt.log.info("job pass");
       },
     });
