@@ -110,7 +110,7 @@ export const commonServiceEnv = {
    * How often, at most, a caller resolves a service's DNS name again (its <NAME>_ADDR): when a connection closes
    * (a replica gone, a connection aged out), new replicas are found no sooner than this after the last lookup.
    */
-  GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
+  GRPC_DNS_MIN_INTERVAL_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
   /**
    * Sends in all of a call that is safe to repeat (a read; a write under an Idempotency-Key) when the service it
    * calls is unavailable (a replica gone, a connection dropped), the first included; 1: never sent again. Every
@@ -378,7 +378,7 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
           log,
           retry: { maxAttempts: config.GRPC_RETRY_MAX_ATTEMPTS, backoffMs: config.GRPC_RETRY_BACKOFF_MS },
           channelOptions: balancingChannelOptions({
-            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS,
+            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_INTERVAL_MS,
           }),
         });
         hooks.push(() => c.close());
