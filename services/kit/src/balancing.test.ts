@@ -14,7 +14,11 @@ const opened: Array<{ close(): void }> = [];
 const started: Replica[] = [];
 
 function client(target: string) {
-  const c = createClient(passportV1.PassportService, target, { signer, audience: "passport", deadlineMs: 3000 });
+  const c = createClient(passportV1.PassportService, target, {
+    signer,
+    audience: "passport",
+    deadlineMs: 3000,
+  });
   opened.push(c);
   return c;
 }

@@ -733,7 +733,8 @@ export function createClient<T extends GenServiceMethods>(
             () =>
               raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) => {
                 if (!e) return resolve(r);
-                const wait = repeatable && n < retry.maxAttempts ? retryDelay(e, n, retry.backoffMs) : undefined;
+                const wait =
+                  repeatable && n < retry.maxAttempts ? retryDelay(e, n, retry.backoffMs) : undefined;
                 if (wait !== undefined && Date.now() + wait < work) {
                   log?.info(
                     { service: audience, rpc: m.name, attempt: n, grpc_message: e.details },

@@ -20,7 +20,15 @@ export type { LeaderJob } from "./jobs";
 export { closeHttpServer } from "./server";
 
 // Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
-export { ConfigError, address, listenAddress, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+export {
+  ConfigError,
+  address,
+  listenAddress,
+  loadConfig,
+  logLevel,
+  positiveInt,
+  postgresUrl,
+} from "./config";
 export { createLogger, type Logger } from "./logger";
 
 // The context of a call: tenant, mode, key, plan, Idempotency-Key.

@@ -48,7 +48,13 @@ describe("which calls are safe to send again", () => {
 
   it("leaves writes to their Idempotency-Key: a write declares no level and is not safe by itself", () => {
     const passport = services.find((s) => s.typeName === "dpp.passport.v1.PassportService")!;
-    for (const name of ["CreatePassport", "UpdatePassport", "PublishPassport", "ClaimGtins", "ValidatePassport"])
+    for (const name of [
+      "CreatePassport",
+      "UpdatePassport",
+      "PublishPassport",
+      "ClaimGtins",
+      "ValidatePassport",
+    ])
       expect(safeToRepeat(passport.methods.find((m) => m.name === name)!)).toBe(false);
     expect(safeToRepeat(passport.methods.find((m) => m.name === "GetPassport")!)).toBe(true);
   });

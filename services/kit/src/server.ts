@@ -95,7 +95,8 @@ export async function startGrpcServer(
   const server = new grpc.Server({
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
     "grpc.max_connection_age_ms": options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS_DEFAULT,
-    "grpc.max_connection_age_grace_ms": options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+    "grpc.max_connection_age_grace_ms":
+      options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
   });
   const health = new HealthService();
   health.register(server);

@@ -46,7 +46,10 @@ import {
   CALL_RETRY_DEFAULTS,
   createClient,
   DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
-  type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
+  type CallContext,
+  type PromiseClient,
+  type ServiceImpl,
+} from "./grpc";
 import {
   createContextSigner,
   createContextVerifier,
@@ -475,7 +478,10 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         ...jobs.map((j) => j.stop()),
       ]);
       if (!(await within(stopping, config.SHUTDOWN_GRACE_MS)))
-        log.warn({ grace_ms: config.SHUTDOWN_GRACE_MS }, "consumers or jobs still running after the grace period");
+        log.warn(
+          { grace_ms: config.SHUTDOWN_GRACE_MS },
+          "consumers or jobs still running after the grace period",
+        );
       if (config.SHUTDOWN_DRAIN_DELAY_MS > 0)
         await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_DELAY_MS));
       await unwind();
@@ -518,7 +524,10 @@ function within(work: Promise<unknown>, ms: number): Promise<boolean> {
  * The longest a stop may take before the process exits anyway: the drain's steps (each bounded by
  * SHUTDOWN_GRACE_MS: consumers and jobs, the gRPC server, the HTTP server), its delay, and a margin for the pools.
  */
-export function shutdownBoundMs(config: { SHUTDOWN_GRACE_MS: number; SHUTDOWN_DRAIN_DELAY_MS: number }): number {
+export function shutdownBoundMs(config: {
+  SHUTDOWN_GRACE_MS: number;
+  SHUTDOWN_DRAIN_DELAY_MS: number;
+}): number {
   return config.SHUTDOWN_DRAIN_DELAY_MS + 3 * config.SHUTDOWN_GRACE_MS + 5000;
 }
 

@@ -51,7 +51,10 @@ export async function replica(
   } as Partial<Replica> & Pick<Replica, "calls" | "held" | "behaviour">;
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const m of desc.methods)
-    handlers[m.localName] = (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    handlers[m.localName] = (
+      _call: grpc.ServerUnaryCall<unknown, unknown>,
+      cb: grpc.sendUnaryData<unknown>,
+    ) => {
       r.calls.push(m.name);
       const answer = () => cb(null, create(m.output as DescMessage, {}));
       const behaviour = r.behaviour(m.name);
@@ -152,7 +155,10 @@ export class TestResolver {
         return target.path;
       }
     }
-    grpc.experimental.registerResolver(scheme, Resolver as unknown as Parameters<typeof grpc.experimental.registerResolver>[1]);
+    grpc.experimental.registerResolver(
+      scheme,
+      Resolver as unknown as Parameters<typeof grpc.experimental.registerResolver>[1],
+    );
     return registry;
   }
 

@@ -99,7 +99,9 @@ describe("SIGTERM drains a service", () => {
       expect(await health.check("")).toBe(SERVING);
       await until(() => service.lines.find((l) => l.msg === "job pass"));
 
-      const inFlight = client.getPassport({ id: "pp_1" }, { context: tenantContext() }).then(() => Date.now());
+      const inFlight = client
+        .getPassport({ id: "pp_1" }, { context: tenantContext() })
+        .then(() => Date.now());
       await until(() => service.lines.find((l) => l.msg === "call started"));
       const sentAt = Date.now();
       service.child.kill("SIGTERM");
