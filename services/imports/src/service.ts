@@ -37,7 +37,8 @@ export const importsService = defineService({
         onCommitted: rt.eventsCommitted,
       });
       const w = worker;
-      rt.onStop(() => w.stop());
+      // Stopped first on SIGTERM (the kit's drain): no import is claimed anew; the rows in hand finish.
+      rt.onDrain(() => w.stop());
     }
     rt.serve(importsV1.ImportsService, importsRpc(store, { queued: () => worker?.wake() }));
     return { store, worker };

@@ -6,7 +6,7 @@ import { passportV1 } from "@dpp/proto";
 import { createClient } from "./grpc";
 import { defineService, serviceConfigSchema } from "./service";
 import { createContextSigner, generateInternalKeyPair } from "./internal-auth";
-import { tenantContext } from "./testing-contexts";
+import { keyedContext, tenantContext } from "./testing-contexts";
 import { replica, TestResolver, type Replica } from "./testing-replicas";
 
 const signer = createContextSigner({ issuer: "gateway", privateKey: generateInternalKeyPair().privateKey });
@@ -14,7 +14,11 @@ const opened: Array<{ close(): void }> = [];
 const started: Replica[] = [];
 
 function client(target: string) {
-  const c = createClient(passportV1.PassportService, target, { signer, audience: "passport", deadlineMs: 3000 });
+  const c = createClient(passportV1.PassportService, target, {
+    signer,
+    audience: "passport",
+    deadlineMs: 3000,
+  });
   opened.push(c);
   return c;
 }
@@ -127,5 +131,96 @@ describe("connections capped in age (GRPC_MAX_CONNECTION_AGE_MS)", () => {
       GRPC_MAX_CONNECTION_AGE_GRACE_MS: "5000",
     });
     expect([set.GRPC_MAX_CONNECTION_AGE_MS, set.GRPC_MAX_CONNECTION_AGE_GRACE_MS]).toEqual([60_000, 5_000]);
+  });
+});
+
+describe("calls sent again when a replica is unavailable", () => {
+  /**
+   * Two connected replicas; the next call of `method` is held by whichever receives it, and that replica is then
+   * killed with the call in flight (a pod gone). Returns the call's outcome and both replicas.
+   */
+  async function callDroppedInFlight(
+    method: string,
+    send: (c: ReturnType<typeof client>) => Promise<unknown>,
+  ) {
+    let armed = false;
+    const behaviour = (m: string) => {
+      if (armed && m === method) {
+        armed = false;
+        return "hold" as const;
+      }
+      return "answer" as const;
+    };
+    const a = await start("a", { behaviour });
+    const b = await start("b", { behaviour });
+    const c = client(`ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
+    for (let i = 0; i < 4; i++) await read(c); // both connected
+    a.calls.length = 0;
+    b.calls.length = 0;
+    armed = true;
+    const outcome = send(c).then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const holder = await Promise.race([a.nextHeld().then(() => a), b.nextHeld().then(() => b)]);
+    holder.kill();
+    const other = holder === a ? b : a;
+    return { outcome: await outcome, holder, other };
+  }
+
+  it("sends a read again, and the other replica answers it", async () => {
+    const { outcome, holder, other } = await callDroppedInFlight("GetPassport", read);
+    expect(outcome.ok).toBe(true);
+    expect(holder.calls).toEqual(["GetPassport"]);
+    expect(other.calls).toEqual(["GetPassport"]);
+  });
+
+  it("sends a write under an Idempotency-Key again (it runs once per key)", async () => {
+    const { outcome, holder, other } = await callDroppedInFlight("CreatePassport", (c) =>
+      c.createPassport({ category: "textile" }, { context: keyedContext() }),
+    );
+    expect(outcome.ok).toBe(true);
+    expect(holder.calls).toEqual(["CreatePassport"]);
+    expect(other.calls).toEqual(["CreatePassport"]);
+  });
+
+  it("never sends a write without a key again: its outcome is unknown to the caller", async () => {
+    const { outcome, holder, other } = await callDroppedInFlight("CreatePassport", (c) =>
+      c.createPassport({ category: "textile" }, { context: tenantContext() }),
+    );
+    expect(outcome.ok).toBe(false);
+    expect(outcome.ok || outcome.error).toMatchObject({
+      code: "internal_error",
+      details: { reason: "outcome_unknown", service: "passport" },
+    });
+    expect(holder.calls).toEqual(["CreatePassport"]);
+    expect(other.calls).toEqual([]);
+  });
+
+  it("does not send a read again when the service itself answered 503 (its refusal is the caller's to see)", async () => {
+    const a = await start("a", { behaviour: () => "refuse" });
+    const b = await start("b", { behaviour: () => "refuse" });
+    const c = client(`ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
+    await expect(read(c)).rejects.toMatchObject({ code: "storage_unavailable" });
+    expect(a.calls.length + b.calls.length).toBe(1);
+  });
+
+  it("sends a read again within its deadline only, and fails it when no replica answers", async () => {
+    const a = await start("a");
+    const port = a.port;
+    await a.stop();
+    const c = createClient(passportV1.PassportService, `ipv4:127.0.0.1:${port}`, {
+      signer,
+      audience: "passport",
+      deadlineMs: 300,
+      retry: { maxAttempts: 10, backoffMs: 50 },
+    });
+    opened.push(c);
+    const startedAt = Date.now();
+    await expect(read(c)).rejects.toMatchObject({
+      code: "internal_error",
+      details: { reason: "upstream_unavailable", service: "passport" },
+    });
+    expect(Date.now() - startedAt).toBeLessThan(300 + 1000);
   });
 });

@@ -17,7 +17,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
+import { anyPack, anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
@@ -538,6 +538,44 @@ export interface ClientOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Where a refusal of this process's calls (misconfigured internal auth) is logged. */
   log?: Logger;
+  /** How calls that are safe to repeat are sent again when the service is unavailable (safeToRepeat). */
+  retry?: Partial<CallRetry>;
+}
+
+/** The retry of a call that is safe to repeat (docs/decisions/0061-grpc-load-balancing.md). */
+export interface CallRetry {
+  /** Sends in all, the first included (GRPC_RETRY_MAX_ATTEMPTS); 1: never sent again. */
+  maxAttempts: number;
+  /** The wait before the second send, doubled before each next, with jitter (GRPC_RETRY_BACKOFF_MS). */
+  backoffMs: number;
+}
+
+export const CALL_RETRY_DEFAULTS: CallRetry = { maxAttempts: 3, backoffMs: 25 };
+
+/**
+ * Whether every call of `method` is safe to send again: its proto declares `option idempotency_level =
+ * NO_SIDE_EFFECTS` (a read) or `IDEMPOTENT` (a repeat changes nothing more than the first did). A write without
+ * either is sent again only under an Idempotency-Key. Every method named like a read (Get, List, Find, Read,
+ * Check) must declare one and only such methods may declare NO_SIDE_EFFECTS (retry-rule.test.ts checks every
+ * service), so a new method cannot be left out, or let in, by mistake.
+ */
+export function safeToRepeat(method: { idempotency: MethodOptions_IdempotencyLevel }): boolean {
+  return (
+    method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS ||
+    method.idempotency === MethodOptions_IdempotencyLevel.IDEMPOTENT
+  );
+}
+
+/**
+ * How long to wait before sending a call again after `err` (its attempt `n`), or undefined when `err` is not a
+ * failure to reach the service: only UNAVAILABLE without the service's own refusal in the trailers (a connection
+ * refused, reset or dropped, a replica going away) is retried; a service's answer, even a 503 one such as
+ * storage_unavailable, is the caller's to see. Round-robin sends the next attempt to the next replica.
+ */
+function retryDelay(err: grpc.ServiceError, n: number, backoffMs: number): number | undefined {
+  if (err.code !== grpc.status.UNAVAILABLE || decodeApiError(err) !== undefined) return undefined;
+  const base = backoffMs * 2 ** (n - 1);
+  return Math.round(base / 2 + Math.random() * (base / 2));
 }
 
 type RawClient = Record<string, (...args: unknown[]) => void> & { close(): void };
@@ -670,6 +708,7 @@ export function createClient<T extends GenServiceMethods>(
   const desc = service as unknown as DescService;
   const raw = rawClient(desc, address, options.channelOptions);
   const { signer, audience, log } = options;
+  const retry = { ...CALL_RETRY_DEFAULTS, ...options.retry };
   const out: Record<string, unknown> = { close: () => raw.close() };
   for (const m of desc.methods) {
     const method = `/${desc.typeName}/${m.name}`;
@@ -689,19 +728,33 @@ export function createClient<T extends GenServiceMethods>(
           md.set(IDEMPOTENCY_KEY_METADATA_KEY, idem.key);
           md.set(IDEMPOTENCY_FINGERPRINT_METADATA_KEY, idem.fingerprint);
         }
-        const call = withoutCallerStack(
-          () =>
-            raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) =>
-              e ? reject(fromServiceError(e, audience, log)) : resolve(r),
-            ) as unknown as grpc.ClientUnaryCall,
-        );
-        // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
-        // arrives before the answer: a replay is known when the promise resolves.
-        if (idem)
-          call.on("metadata", (received: grpc.Metadata) => {
-            if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
-              o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
-          });
+        // A read, or a write under an Idempotency-Key (it runs once per key, idempotency.ts), is safe to send again.
+        const repeatable = safeToRepeat(m) || idem !== undefined;
+        const attempt = (n: number) => {
+          const call = withoutCallerStack(
+            () =>
+              raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) => {
+                if (!e) return resolve(r);
+                const wait =
+                  repeatable && n < retry.maxAttempts ? retryDelay(e, n, retry.backoffMs) : undefined;
+                if (wait !== undefined && Date.now() + wait < work) {
+                  log?.info(
+                    { service: audience, rpc: m.name, attempt: n, grpc_message: e.details },
+                    "service unavailable; the call is safe to repeat and is sent again",
+                  );
+                  setTimeout(() => attempt(n + 1), wait);
+                } else reject(fromServiceError(e, audience, log));
+              }) as unknown as grpc.ClientUnaryCall,
+          );
+          // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
+          // arrives before the answer: a replay is known when the promise resolves.
+          if (idem)
+            call.on("metadata", (received: grpc.Metadata) => {
+              if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
+                o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
+            });
+        };
+        attempt(1);
       });
   }
   return out as PromiseClient<T> & { close(): void };

@@ -16,9 +16,19 @@ export {
   type ServiceRuntime,
 } from "./service";
 export type { LeaderJob } from "./jobs";
+// An HTTP server of a service closes as the drain closes the gRPC server (SIGTERM: rt.onStop).
+export { closeHttpServer } from "./server";
 
 // Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
-export { ConfigError, address, listenAddress, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+export {
+  ConfigError,
+  address,
+  listenAddress,
+  loadConfig,
+  logLevel,
+  positiveInt,
+  postgresUrl,
+} from "./config";
 export { createLogger, type Logger } from "./logger";
 
 // The context of a call: tenant, mode, key, plan, Idempotency-Key.
@@ -38,6 +48,7 @@ export { assertLiveWriteAllowed, liveWriteRefusal } from "./plan-rules";
 // gRPC: the implementation of a service, a handler's call, a client of another service.
 export {
   createClient,
+  safeToRepeat,
   type CallContext,
   type CallOptions,
   type ClientOf,

@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from "node:http";
 import { isMainThread, parentPort } from "node:worker_threads";
 import * as grpc from "@grpc/grpc-js";
 import { create } from "@bufbuild/protobuf";
@@ -94,7 +95,8 @@ export async function startGrpcServer(
   const server = new grpc.Server({
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
     "grpc.max_connection_age_ms": options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS_DEFAULT,
-    "grpc.max_connection_age_grace_ms": options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+    "grpc.max_connection_age_grace_ms":
+      options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
   });
   const health = new HealthService();
   health.register(server);
@@ -141,14 +143,25 @@ function isShutdownMessage(message: unknown): boolean {
 
 /**
  * Runs `stop` once on SIGTERM or SIGINT, or in a worker thread on SHUTDOWN_MESSAGE from its parent, then exits
- * (a thread's process.exit ends the thread). Used by every service's main.
+ * (a thread's process.exit ends the thread), with code 1 when `stop` has not finished after `forceAfterMs`. Used
+ * by every service's main.
  */
-export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
+export function onShutdownSignal(
+  log: Logger,
+  stop: () => Promise<void>,
+  o: { forceAfterMs?: number } = {},
+): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "shutting down");
+    // The drain is bounded: a step that hangs does not keep the process (and its replacement) waiting.
+    if (o.forceAfterMs !== undefined)
+      setTimeout(() => {
+        log.error({ after_ms: o.forceAfterMs }, "shutdown did not finish in time; exiting");
+        process.exit(1);
+      }, o.forceAfterMs).unref();
     stop()
       .then(() => process.exit(0))
       .catch((err: unknown) => {
@@ -165,4 +178,23 @@ export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
     // The port alone never keeps the thread alive (the service's servers and timers do).
     parentPort.unref();
   }
+}
+
+/**
+ * Closes an HTTP server as a drain does: stops accepting connections, closes the idle ones, lets the requests in
+ * flight finish within graceMs, then closes what is left.
+ */
+export function closeHttpServer(server: HttpServer, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(() => {
+      server.closeAllConnections();
+      resolve();
+    }, graceMs);
+    t.unref();
+    server.close(() => {
+      clearTimeout(t);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }

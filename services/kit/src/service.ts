@@ -8,8 +8,12 @@
  *   bus → outbox relay → the service's start (gRPC handlers, jobs, clients,
  *   stop hooks) → gRPC server with health → serving
  *
- * and shutdown in reverse: gRPC server drained → the service's stop hooks
- * (last registered first) → jobs → relay → bus → pool.
+ * and shutdown (SIGTERM) as a drain: readiness off (gRPC health NOT_SERVING,
+ * rt.draining() for HTTP readiness) → the service's drain hooks (its consumers)
+ * and the jobs stopped → SHUTDOWN_DRAIN_DELAY_MS still answering → then in
+ * reverse: gRPC server drained (calls in flight finish within
+ * SHUTDOWN_GRACE_MS) → the service's stop hooks (last registered first) → jobs
+ * → relay → bus → pool.
  *
  *   // services/<name>/src/main.ts
  *   import "./tracing";
@@ -39,9 +43,13 @@ import { enableKeyedCallChecks } from "./keyed-work";
 import {
   addService,
   balancingChannelOptions,
+  CALL_RETRY_DEFAULTS,
   createClient,
   DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
-  type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
+  type CallContext,
+  type PromiseClient,
+  type ServiceImpl,
+} from "./grpc";
 import {
   createContextSigner,
   createContextVerifier,
@@ -55,6 +63,7 @@ import {
   MAX_CONNECTION_AGE_MS_DEFAULT,
   onShutdownSignal,
   startGrpcServer,
+  type HealthService,
 } from "./server";
 import { healthV1 } from "@dpp/proto";
 
@@ -89,13 +98,30 @@ export const commonServiceEnv = {
    * relayed in one pass (0: at once).
    */
   RELAY_DEBOUNCE_MS: z.coerce.number().int().min(0).max(1000).default(RELAY_DEBOUNCE_MS_DEFAULT),
-  /** Time in-flight calls get on SIGTERM. */
+  /**
+   * Time in-flight calls get on SIGTERM; also the bound of each other step of the drain (the consumers and jobs
+   * stopping, the HTTP server closing).
+   */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
+  /**
+   * On SIGTERM, how long the process keeps answering with its readiness already off (gRPC health NOT_SERVING,
+   * HTTP /readyz 503) before it stops listening: the time a load balancer or a Service's endpoints take to stop
+   * sending it new requests (a few seconds on Kubernetes; 0 where nothing routes by readiness).
+   */
+  SHUTDOWN_DRAIN_DELAY_MS: z.coerce.number().int().min(0).default(0),
   /**
    * How often, at most, a caller resolves a service's DNS name again (its <NAME>_ADDR): when a connection closes
    * (a replica gone, a connection aged out), new replicas are found no sooner than this after the last lookup.
    */
-  GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
+  GRPC_DNS_MIN_INTERVAL_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
+  /**
+   * Sends in all of a call that is safe to repeat (a read; a write under an Idempotency-Key) when the service it
+   * calls is unavailable (a replica gone, a connection dropped), the first included; 1: never sent again. Every
+   * attempt stays within the call's deadline.
+   */
+  GRPC_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(CALL_RETRY_DEFAULTS.maxAttempts),
+  /** The wait before the second attempt, doubled before each next one (with jitter). */
+  GRPC_RETRY_BACKOFF_MS: positiveInt(CALL_RETRY_DEFAULTS.backoffMs),
   /** How often idempotency records older than 24 h are deleted (services that keep them). */
   IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
   /**
@@ -155,6 +181,13 @@ export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
   job(o: Omit<LeaderJobOptions, "log" | "lock"> & { lock?: boolean }): LeaderJob;
   /** Runs on shutdown, after the gRPC server drained; hooks run last-registered first. */
   onStop(fn: () => Promise<void> | void): void;
+  /**
+   * Runs first on shutdown, while the servers still answer: stop taking new work (a consumer, a worker that
+   * claims work). Hooks run last-registered first, with the jobs' stop, bounded by SHUTDOWN_GRACE_MS.
+   */
+  onDrain(fn: () => Promise<void> | void): void;
+  /** True from the moment the process is asked to stop: an HTTP readiness check answers not ready. */
+  draining(): boolean;
 }
 
 export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
@@ -329,6 +362,9 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     steps.push(async () => {
       for (const h of hooks.reverse()) await h();
     });
+    const drainHooks: Array<() => Promise<void> | void> = [];
+    let draining = false;
+    let grpcHealth: HealthService | undefined;
     const registrations: Array<(server: grpc.Server) => string> = [];
     const rt: ServiceRuntime<Env, DB> = {
       name: def.name,
@@ -343,8 +379,9 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
           audience: o.audience,
           deadlineMs: o.deadlineMs,
           log,
+          retry: { maxAttempts: config.GRPC_RETRY_MAX_ATTEMPTS, backoffMs: config.GRPC_RETRY_BACKOFF_MS },
           channelOptions: balancingChannelOptions({
-            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS,
+            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_INTERVAL_MS,
           }),
         });
         hooks.push(() => c.close());
@@ -375,6 +412,10 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       onStop: (fn) => {
         hooks.push(fn);
       },
+      onDrain: (fn) => {
+        drainHooks.push(fn);
+      },
+      draining: () => draining,
     };
     if (def.idempotency)
       rt.job({
@@ -408,12 +449,43 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       );
       steps.push(() => server.shutdown(config.SHUTDOWN_GRACE_MS));
       port = server.port;
+      grpcHealth = server.health;
       const { SERVING, NOT_SERVING } = healthV1.HealthCheckResponse_ServingStatus;
       const report = () =>
-        server.health.set(BUS_HEALTH_SERVICE, bus.status().healthy ? SERVING : NOT_SERVING);
+        server.health.set(BUS_HEALTH_SERVICE, bus.status().healthy && !draining ? SERVING : NOT_SERVING);
       report();
       steps.push(bus.onStatusChange(report));
     }
+    /**
+     * The drain, before the unwinding: readiness off (every gRPC health entry NOT_SERVING; rt.draining() for the
+     * HTTP readiness checks), no new work taken (the service's drain hooks: its consumers; every job: no new
+     * pass, a running one finishes), both bounded by SHUTDOWN_GRACE_MS; then SHUTDOWN_DRAIN_DELAY_MS of answering
+     * with readiness off, so that callers routed by readiness turn away; then the servers close, letting the
+     * calls in flight finish (the unwinding: gRPC server, stop hooks such as an HTTP server, relay, bus, pool).
+     */
+    const drain = async () => {
+      draining = true;
+      grpcHealth?.setAll(healthV1.HealthCheckResponse_ServingStatus.NOT_SERVING);
+      log.info({ delay_ms: config.SHUTDOWN_DRAIN_DELAY_MS }, "draining: not ready, taking no new work");
+      const stopping = Promise.all([
+        ...drainHooks.reverse().map(async (h) => {
+          try {
+            await h();
+          } catch (err) {
+            log.error({ err }, "drain step failed");
+          }
+        }),
+        ...jobs.map((j) => j.stop()),
+      ]);
+      if (!(await within(stopping, config.SHUTDOWN_GRACE_MS)))
+        log.warn(
+          { grace_ms: config.SHUTDOWN_GRACE_MS },
+          "consumers or jobs still running after the grace period",
+        );
+      if (config.SHUTDOWN_DRAIN_DELAY_MS > 0)
+        await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_DELAY_MS));
+      await unwind();
+    };
     let stopping: Promise<void> | undefined;
     return {
       name: def.name,
@@ -422,12 +494,41 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       db,
       relay,
       extra,
-      stop: () => (stopping ??= unwind()),
+      stop: () => (stopping ??= drain()),
     };
   } catch (err) {
     await unwind();
     throw err;
   }
+}
+
+/** Whether `work` settles within `ms`. */
+function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+    work.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+    );
+  });
+}
+
+/**
+ * The longest a stop may take before the process exits anyway: the drain's steps (each bounded by
+ * SHUTDOWN_GRACE_MS: consumers and jobs, the gRPC server, the HTTP server), its delay, and a margin for the pools.
+ */
+export function shutdownBoundMs(config: {
+  SHUTDOWN_GRACE_MS: number;
+  SHUTDOWN_DRAIN_DELAY_MS: number;
+}): number {
+  return config.SHUTDOWN_DRAIN_DELAY_MS + 3 * config.SHUTDOWN_GRACE_MS + 5000;
 }
 
 /**
@@ -458,7 +559,9 @@ export function runService<Env extends z.ZodRawShape, DB, Extra>(
           log.info("migrations applied");
           process.exit(0);
         })
-      : startService(def, config, log).then((handle) => onShutdownSignal(log, () => handle.stop()));
+      : startService(def, config, log).then((handle) =>
+          onShutdownSignal(log, () => handle.stop(), { forceAfterMs: shutdownBoundMs(config) }),
+        );
   work.catch((err: unknown) => {
     if (err instanceof ConfigError) {
       // A configuration problem is the operator's to fix: say what, without a stack trace.

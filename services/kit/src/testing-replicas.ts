@@ -4,15 +4,20 @@
  * with an empty answer, each recording the calls it received, and a resolver whose addresses a test changes as
  * DNS changes with a Service's pods.
  */
+import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { passportV1 } from "@dpp/proto";
-import { serviceDefinition } from "./grpc";
+import { ApiError } from "@dpp/contract";
+import { serviceDefinition, toServiceError } from "./grpc";
 import { createLogger } from "./logger";
 import { startGrpcServer, type GrpcServerHandle, type GrpcServerOptions } from "./server";
 
-/** What a replica does with a call it received: answer it, or hold it (answered or dropped later). */
-export type Behaviour = "answer" | "hold";
+/**
+ * What a replica does with a call it received: answer it, hold it (answered or dropped later), or refuse it with
+ * the service's own 503 (storage_unavailable: UNAVAILABLE with the refusal in the trailers).
+ */
+export type Behaviour = "answer" | "hold" | "refuse";
 
 export interface Replica {
   name: string;
@@ -46,16 +51,21 @@ export async function replica(
   } as Partial<Replica> & Pick<Replica, "calls" | "held" | "behaviour">;
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const m of desc.methods)
-    handlers[m.localName] = (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    handlers[m.localName] = (
+      _call: grpc.ServerUnaryCall<unknown, unknown>,
+      cb: grpc.sendUnaryData<unknown>,
+    ) => {
       r.calls.push(m.name);
       const answer = () => cb(null, create(m.output as DescMessage, {}));
-      if (r.behaviour(m.name) === "hold") {
+      const behaviour = r.behaviour(m.name);
+      if (behaviour === "hold") {
         r.held.push(answer);
         for (const w of waiting.splice(0)) w();
-      } else answer();
+      } else if (behaviour === "refuse") cb(toServiceError(new ApiError("storage_unavailable")), null);
+      else answer();
     };
   const handle = await startGrpcServer(
-    `127.0.0.1:${o.port ?? 0}`,
+    "127.0.0.1:0",
     createLogger(`replica-${name}`, "silent"),
     (server) => {
       server.addService(serviceDefinition(desc), handlers);
@@ -63,12 +73,37 @@ export async function replica(
     },
     o,
   );
+  // Callers connect through a TCP relay, so that kill() can cut every connection as a dying process does.
+  const sockets = new Set<net.Socket>();
+  const relay = net.createServer((inbound) => {
+    const outbound = net.connect(handle.port, "127.0.0.1");
+    for (const [from, to] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      sockets.add(from);
+      from.pipe(to);
+      from.on("error", () => to.destroy());
+      from.on("close", () => {
+        sockets.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => relay.listen(o.port ?? 0, "127.0.0.1", resolve));
+  const closeRelay = () => {
+    relay.close();
+    for (const socket of sockets) socket.resetAndDestroy();
+  };
   let stopped: Promise<void> | undefined;
   return Object.assign(r, {
-    port: handle.port,
+    port: (relay.address() as net.AddressInfo).port,
     handle,
-    kill: () => handle.server.forceShutdown(),
-    stop: () => (stopped ??= handle.shutdown(200)),
+    kill: () => {
+      closeRelay();
+      handle.server.forceShutdown();
+    },
+    stop: () => (stopped ??= handle.shutdown(200).then(closeRelay)),
   }) as Replica;
 }
 
@@ -93,23 +128,37 @@ export class TestResolver {
         private readonly target: { path: string },
         private readonly listener: ResolverListener,
       ) {}
+      private last = 0;
+      private pending: NodeJS.Timeout | undefined;
+      // As grpc-js's DNS resolver does (grpc.dns_min_time_between_resolutions_ms), at most one answer per 100 ms:
+      // grpc-js asks again at once while no address connects.
       updateResolution(): void {
-        const ports = registry.names.get(this.target.path) ?? [];
-        process.nextTick(() =>
+        if (this.pending) return;
+        const wait = Math.max(0, this.last + 100 - Date.now());
+        this.pending = setTimeout(() => {
+          this.pending = undefined;
+          this.last = Date.now();
+          const ports = registry.names.get(this.target.path) ?? [];
           this.listener(
             { ok: true, value: ports.map((port) => ({ addresses: [{ host: "127.0.0.1", port }] })) },
             {},
             null,
             "",
-          ),
-        );
+          );
+        }, wait);
       }
-      destroy(): void {}
+      destroy(): void {
+        clearTimeout(this.pending);
+        this.pending = undefined;
+      }
       static getDefaultAuthority(target: { path: string }): string {
         return target.path;
       }
     }
-    grpc.experimental.registerResolver(scheme, Resolver as unknown as Parameters<typeof grpc.experimental.registerResolver>[1]);
+    grpc.experimental.registerResolver(
+      scheme,
+      Resolver as unknown as Parameters<typeof grpc.experimental.registerResolver>[1],
+    );
     return registry;
   }
 

@@ -58,7 +58,8 @@ export const webhooksService = defineService({
       lock: false,
       run: () => worker.pass(),
     });
-    rt.onStop(() => worker.stop());
+    // Stopped first on SIGTERM (the kit's drain, with the delivery job): no endpoint's work is claimed anew.
+    rt.onDrain(() => worker.stop());
     rt.job({
       name: "webhooks:attempt-retention",
       intervalMs: 3_600_000,
