@@ -31,6 +31,8 @@ export interface RequestOptions {
 
 export interface Harness {
   stack: Stack<"process">;
+  /** Where each service (each replica: <name>-<n>.log) writes its log. */
+  logDir: string;
   db: TestDatabase;
   admin: Admin;
   gatewayDb: Kysely<GatewayDB>;
@@ -63,6 +65,14 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   /** Restart services that die, as npm start does (off: a test that kills a service starts it again itself). */
   supervise?: StackOptions["supervise"];
+  /** Replicas of every service, or of each (StackOptions.replicas; 1 by default). */
+  replicas?: StackOptions["replicas"];
+  /** Variables of one service (over `env`). */
+  serviceEnv?: StackOptions["serviceEnv"];
+  /** Level of the services' logs (warn by default). */
+  logLevel?: string;
+  /** Node's own flags of each service process (StackOptions.nodeArgs). */
+  nodeArgs?: StackOptions["nodeArgs"];
 }
 
 /**
@@ -84,9 +94,12 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
     hosting: "process",
     databaseUrl: db.url,
     logDir,
-    logLevel: "warn",
+    logLevel: o.logLevel ?? "warn",
     env,
     supervise: o.supervise,
+    replicas: o.replicas,
+    serviceEnv: o.serviceEnv,
+    nodeArgs: o.nodeArgs,
   });
   const gatewayDb = createDb<GatewayDB>({
     url: db.url,
@@ -178,6 +191,7 @@ export async function startHarness(label: string, o: HarnessOptions = {}): Promi
 
   return {
     stack,
+    logDir,
     db,
     admin,
     gatewayDb,

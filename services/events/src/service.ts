@@ -26,7 +26,8 @@ export const eventsService = defineService({
       group: rt.config.KAFKA_CONSUMER_GROUP,
       db: rt.db,
     });
-    rt.onStop(() => subscription.stop());
+    // Stopped first on SIGTERM (the kit's drain): no new message is taken while the calls in flight finish.
+    rt.onDrain(() => subscription.stop());
     const days = rt.config.FEED_RETENTION_DAYS;
     const retention =
       days > 0

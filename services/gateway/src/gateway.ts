@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import { sql } from "kysely";
-import { defineService, type ServiceRuntime } from "@dpp/kit";
+import { closeHttpServer, defineService, type ServiceRuntime } from "@dpp/kit";
 import { migrations } from "../migrations";
 import { gatewayEnv } from "./config";
 import { connectDownstream } from "./downstream.generated";
@@ -69,7 +69,9 @@ export const gatewayService = defineService({
         variantsUnits: clients.variantsUnits,
         rateLimiter,
       }),
+      // Not ready from SIGTERM on (the kit's drain), so that the load balancer stops sending requests here.
       ready: async () => {
+        if (rt.draining()) throw new Error("draining");
         await sql`select 1`.execute(db);
       },
       metrics: rt.metrics,
@@ -81,26 +83,10 @@ export const gatewayService = defineService({
       answerClientErrors(s, config.DOCS_BASE_URL);
     });
     server.keepAliveTimeout = 65_000;
-    rt.onStop(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
+    rt.onStop(() => closeHttpServer(server, config.SHUTDOWN_GRACE_MS));
     const addr = server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.HTTP_PORT;
     log.info({ host: config.HTTP_HOST, port }, "gateway listening");
     return { port, server, identityCache, identityListener };
   },
 });
-
-/** Stops accepting connections, lets running requests finish within graceMs, then closes the rest. */
-function closeServer(server: Server, graceMs: number): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const t = setTimeout(() => {
-      server.closeAllConnections();
-      resolve();
-    }, graceMs);
-    t.unref();
-    server.close(() => {
-      clearTimeout(t);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}

@@ -38,7 +38,8 @@ export const importsService = defineService({
         onCommitted: rt.eventsCommitted,
       });
       const w = worker;
-      rt.onStop(() => w.stop());
+      // Stopped first on SIGTERM (the kit's drain): no import is claimed anew; the rows in hand finish.
+      rt.onDrain(() => w.stop());
     }
     // The rows still to create (of every job queued or running), and how long the oldest one's job has waited.
     rt.metrics.queue("import_rows", async () => {

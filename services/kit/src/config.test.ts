@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { ConfigError, address, loadConfig } from "./config";
+import { ConfigError, address, listenAddress, loadConfig } from "./config";
 import { commonServiceEnv as serviceEnv } from "./service";
 
-const schema = z.object({ ...serviceEnv, GRPC_ADDR: address });
+const schema = z.object({ ...serviceEnv, GRPC_ADDR: listenAddress });
 
 describe("loadConfig", () => {
   it("returns a frozen, typed config with defaults applied", () => {
@@ -21,6 +21,10 @@ describe("loadConfig", () => {
       RELAY_INTERVAL_MS: 500,
       RELAY_DEBOUNCE_MS: 10,
       SHUTDOWN_GRACE_MS: 10000,
+      SHUTDOWN_DRAIN_DELAY_MS: 0,
+      GRPC_DNS_MIN_INTERVAL_MS: 5000,
+      GRPC_RETRY_MAX_ATTEMPTS: 3,
+      GRPC_RETRY_BACKOFF_MS: 25,
       IDEMPOTENCY_REAP_INTERVAL_MS: 600000,
       BUS_PRUNE_INTERVAL_MS: 3600000,
       KAFKA_SSL: false,
@@ -81,6 +85,9 @@ describe("loadConfig", () => {
     ["SHUTDOWN_GRACE_MS", "-1"],
     ["DATABASE_URL", "mysql://root@localhost/db"],
     ["GRPC_ADDR", "localhost"],
+    // A server listens on one address: a list of targets is for callers.
+    ["GRPC_ADDR", "ipv4:127.0.0.1:1,127.0.0.1:2"],
+    ["GRPC_ADDR", "dns:///passport:50051"],
   ])("refuses %s=%j", (name, value) => {
     const env: Record<string, string> = {
       DATABASE_URL: "postgres://u@h/db",
@@ -95,5 +102,37 @@ describe("loadConfig", () => {
     expect(() =>
       loadConfig(schema, { DATABASE_URL: "mysql://admin:hunter2@db/x", GRPC_ADDR: "127.0.0.1:1" }),
     ).toThrow(expect.objectContaining({ message: expect.not.stringContaining("hunter2") }));
+  });
+});
+
+describe("a service's address (<NAME>_ADDR)", () => {
+  const addr = z.object({ PASSPORT_ADDR: address });
+  it.each([
+    "127.0.0.1:50051",
+    "passport:50051",
+    "dpp-passport-headless.dpp.svc.cluster.local:50051",
+    "dns:///dpp-passport-headless:50051",
+    "dns://10.96.0.10:53/passport:50051",
+    "ipv4:127.0.0.1:50051",
+    "ipv4:127.0.0.1:50051,127.0.0.1:50061,127.0.0.1:50071",
+    "ipv6:[::1]:50051,[::1]:50061",
+  ])("takes %j", (value) => {
+    expect(loadConfig(addr, { PASSPORT_ADDR: value }).PASSPORT_ADDR).toBe(value);
+  });
+
+  it.each([
+    "passport",
+    "passport:",
+    "http://passport:50051",
+    "dns:///passport",
+    "ipv4:127.0.0.1",
+    "ipv4:127.0.0.1:50051,",
+    "ipv4:passport:50051",
+    "127.0.0.1:50051,127.0.0.1:50061",
+    "passport :50051",
+  ])("refuses %j, naming the variable and the forms it takes", (value) => {
+    expect(() => loadConfig(addr, { PASSPORT_ADDR: value })).toThrow(
+      /PASSPORT_ADDR: expected host:port, dns:\/\/\/host:port, or ipv4:/,
+    );
   });
 });

@@ -24,8 +24,34 @@ export class ConfigError extends Error {
   }
 }
 
-/** host:port, as used for <SERVICE>_ADDR and listen addresses. */
-export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, "expected host:port");
+const PORT = String.raw`\d{1,5}`;
+const HOST_PORT = String.raw`[^\s:/,\[\]]+:${PORT}`;
+const IPV4_PORT = String.raw`\d{1,3}(?:\.\d{1,3}){3}:${PORT}`;
+const IPV6_PORT = String.raw`\[[0-9A-Fa-f:.]+\]:${PORT}`;
+const GRPC_TARGET = new RegExp(
+  [
+    `^${HOST_PORT}$`,
+    `^dns:(?://[^\\s/]*/)?${HOST_PORT}$`,
+    `^ipv4:${IPV4_PORT}(?:,${IPV4_PORT})*$`,
+    `^ipv6:${IPV6_PORT}(?:,${IPV6_PORT})*$`,
+  ].join("|"),
+);
+
+/**
+ * Where callers reach a gRPC service (<SERVICE>_ADDR): `host:port` (resolved through DNS, every address of the
+ * name, and resolved again as pods come and go: docs/decisions/0061), `dns:///host:port` (the same, written as a
+ * gRPC target), or a fixed list `ipv4:127.0.0.1:50051,127.0.0.1:50061` (`ipv6:[::1]:50051,...`), e.g. several
+ * replicas on one machine. Calls are spread round-robin over every address (grpc.ts, clientChannelOptions).
+ */
+export const address = z
+  .string()
+  .regex(
+    GRPC_TARGET,
+    "expected host:port, dns:///host:port, or ipv4:<ip>:<port>,<ip>:<port>... (a gRPC target)",
+  );
+
+/** host:port, a listen address (GRPC_ADDR): one host or interface and one port. */
+export const listenAddress = z.string().regex(new RegExp(`^${HOST_PORT}$`), "expected host:port");
 
 export const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "expected a postgres:// connection URL");
 

@@ -17,7 +17,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
+import { anyPack, anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
@@ -398,6 +398,8 @@ export function addService<T extends GenServiceMethods>(
       // The call's logger is made when something is logged: most calls log nothing.
       let callLog: Logger | undefined;
       const logOf = () => (callLog ??= log.child({ request_id: ctx.requestId, rpc: m.name, caller }));
+      // One line per call at debug: which replica served which call (test-e2e/scale-out.e2e.test.ts counts them).
+      if (log.isLevelEnabled("debug")) logOf().debug("call");
       // The work deadline: the caller waits DEADLINE_GRACE_MS past it for the answer (deadline.ts).
       const deadline = workDeadline(call.getDeadline(), call.metadata);
       // Work whose deadline passed is not started: its caller is told that nothing was applied.
@@ -556,6 +558,44 @@ export interface ClientOptions {
   log?: Logger;
   /** The calling service's metrics: each call's status code (dpp_grpc_client_handled_total). */
   metrics?: ServiceMetrics;
+  /** How calls that are safe to repeat are sent again when the service is unavailable (safeToRepeat). */
+  retry?: Partial<CallRetry>;
+}
+
+/** The retry of a call that is safe to repeat (docs/decisions/0061-grpc-load-balancing.md). */
+export interface CallRetry {
+  /** Sends in all, the first included (GRPC_RETRY_MAX_ATTEMPTS); 1: never sent again. */
+  maxAttempts: number;
+  /** The wait before the second send, doubled before each next, with jitter (GRPC_RETRY_BACKOFF_MS). */
+  backoffMs: number;
+}
+
+export const CALL_RETRY_DEFAULTS: CallRetry = { maxAttempts: 3, backoffMs: 25 };
+
+/**
+ * Whether every call of `method` is safe to send again: its proto declares `option idempotency_level =
+ * NO_SIDE_EFFECTS` (a read) or `IDEMPOTENT` (a repeat changes nothing more than the first did). A write without
+ * either is sent again only under an Idempotency-Key. Every method named like a read (Get, List, Find, Read,
+ * Check) must declare one and only such methods may declare NO_SIDE_EFFECTS (retry-rule.test.ts checks every
+ * service), so a new method cannot be left out, or let in, by mistake.
+ */
+export function safeToRepeat(method: { idempotency: MethodOptions_IdempotencyLevel }): boolean {
+  return (
+    method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS ||
+    method.idempotency === MethodOptions_IdempotencyLevel.IDEMPOTENT
+  );
+}
+
+/**
+ * How long to wait before sending a call again after `err` (its attempt `n`), or undefined when `err` is not a
+ * failure to reach the service: only UNAVAILABLE without the service's own refusal in the trailers (a connection
+ * refused, reset or dropped, a replica going away) is retried; a service's answer, even a 503 one such as
+ * storage_unavailable, is the caller's to see. Round-robin sends the next attempt to the next replica.
+ */
+function retryDelay(err: grpc.ServiceError, n: number, backoffMs: number): number | undefined {
+  if (err.code !== grpc.status.UNAVAILABLE || decodeApiError(err) !== undefined) return undefined;
+  const base = backoffMs * 2 ** (n - 1);
+  return Math.round(base / 2 + Math.random() * (base / 2));
 }
 
 type RawClient = Record<string, (...args: unknown[]) => void> & { close(): void };
@@ -600,10 +640,46 @@ function unaryWithDetailsMessage(client: grpc.Client, method: grpc.MethodDefinit
   };
 }
 
+/**
+ * The gRPC target of an address setting (config.ts `address`): a plain `host:port` becomes `dns:///host:port`, whose
+ * every address is used and which is resolved again when a connection closes (a pod gone, a connection aged out
+ * by its server: `GRPC_MAX_CONNECTION_AGE_MS`); a target with a scheme (`dns:`, `ipv4:`, `ipv6:`, `unix:`, or
+ * any `scheme://`) is used as it is.
+ */
+export function grpcTarget(address: string): string {
+  return /^(dns|ipv4|ipv6|unix|unix-abstract):|^[a-z][a-z0-9+.-]*:\/\//i.test(address)
+    ? address
+    : `dns:///${address}`;
+}
+
+/**
+ * Calls are spread round-robin over every address of the target, each a connection of its own: with one
+ * connection (pick_first, gRPC's default) every call of a caller reaches one replica however many there are
+ * (docs/decisions/0061-grpc-load-balancing.md).
+ */
+export const ROUND_ROBIN_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
+/** How often, at most, a DNS target is resolved again (grpc-js waits 30 s by default). */
+export const DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT = 5000;
+
+/** The channel options of a client's balancing: round-robin, and how soon a DNS name may be resolved again. */
+export function balancingChannelOptions(
+  o: { dnsMinTimeBetweenResolutionsMs?: number } = {},
+): grpc.ChannelOptions {
+  return {
+    "grpc.service_config": ROUND_ROBIN_SERVICE_CONFIG,
+    // The balancing is the kit's: a service config published in DNS TXT records is not looked up.
+    "grpc.service_config_disable_resolution": 1,
+    "grpc.dns_min_time_between_resolutions_ms":
+      o.dnsMinTimeBetweenResolutionsMs ?? DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
+  };
+}
+
 function rawClient(desc: DescService, address: string, channelOptions?: grpc.ChannelOptions): RawClient {
   const definition = serviceDefinition(desc);
   const Ctor = grpc.makeGenericClientConstructor(definition, desc.typeName);
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+  const client = new Ctor(grpcTarget(address), grpc.credentials.createInsecure(), {
+    ...balancingChannelOptions(),
     "grpc.keepalive_time_ms": 30000,
     // Reconnect quickly after a restarted service comes back (default backoff grows to 120 s).
     "grpc.initial_reconnect_backoff_ms": 100,
@@ -652,6 +728,7 @@ export function createClient<T extends GenServiceMethods>(
   const desc = service as unknown as DescService;
   const raw = rawClient(desc, address, options.channelOptions);
   const { signer, audience, log } = options;
+  const retry = { ...CALL_RETRY_DEFAULTS, ...options.retry };
   const out: Record<string, unknown> = { close: () => raw.close() };
   for (const m of desc.methods) {
     const method = `/${desc.typeName}/${m.name}`;
@@ -672,21 +749,35 @@ export function createClient<T extends GenServiceMethods>(
           md.set(IDEMPOTENCY_KEY_METADATA_KEY, idem.key);
           md.set(IDEMPOTENCY_FINGERPRINT_METADATA_KEY, idem.fingerprint);
         }
-        const call = withoutCallerStack(
-          () =>
-            raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) => {
-              observed?.(e ? (e.code ?? grpc.status.UNKNOWN) : grpc.status.OK);
-              if (e) reject(fromServiceError(e, audience, log));
-              else resolve(r);
-            }) as unknown as grpc.ClientUnaryCall,
-        );
-        // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
-        // arrives before the answer: a replay is known when the promise resolves.
-        if (idem)
-          call.on("metadata", (received: grpc.Metadata) => {
-            if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
-              o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
-          });
+        // A read, or a write under an Idempotency-Key (it runs once per key, idempotency.ts), is safe to send again.
+        const repeatable = safeToRepeat(m) || idem !== undefined;
+        const attempt = (n: number) => {
+          const call = withoutCallerStack(
+            () =>
+              raw[m.localName]!(req, md, { deadline }, (e: grpc.ServiceError | null, r: unknown) => {
+                // Each send's status, a retried one's too (dpp_grpc_client_handled_total).
+                observed?.(e ? (e.code ?? grpc.status.UNKNOWN) : grpc.status.OK);
+                if (!e) return resolve(r);
+                const wait =
+                  repeatable && n < retry.maxAttempts ? retryDelay(e, n, retry.backoffMs) : undefined;
+                if (wait !== undefined && Date.now() + wait < work) {
+                  log?.info(
+                    { service: audience, rpc: m.name, attempt: n, grpc_message: e.details },
+                    "service unavailable; the call is safe to repeat and is sent again",
+                  );
+                  setTimeout(() => attempt(n + 1), wait);
+                } else reject(fromServiceError(e, audience, log));
+              }) as unknown as grpc.ClientUnaryCall,
+          );
+          // Only a call with an Idempotency-Key can be answered by a replay (addService). Initial metadata
+          // arrives before the answer: a replay is known when the promise resolves.
+          if (idem)
+            call.on("metadata", (received: grpc.Metadata) => {
+              if (received.get(REPLAYED_METADATA_KEY)[0] === "true")
+                o.context.outcome = { ...o.context.outcome, idempotentReplayed: true };
+            });
+        };
+        attempt(1);
       });
   }
   return out as PromiseClient<T> & { close(): void };

@@ -16,6 +16,8 @@ export {
   type ServiceRuntime,
 } from "./service";
 export type { LeaderJob } from "./jobs";
+// An HTTP server of a service closes as the drain closes the gRPC server (SIGTERM: rt.onStop).
+export { closeHttpServer } from "./server";
 
 // Metrics (`rt.metrics`; docs/metrics.md): what a service adds to the kit's own series.
 export {
@@ -27,7 +29,15 @@ export {
 } from "./metrics";
 
 // Configuration (a service's own variables are a zod shape, validated at start with the common ones) and logs.
-export { ConfigError, address, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+export {
+  ConfigError,
+  address,
+  listenAddress,
+  loadConfig,
+  logLevel,
+  positiveInt,
+  postgresUrl,
+} from "./config";
 export { createLogger, type Logger } from "./logger";
 
 // The context of a call: tenant, mode, key, plan, Idempotency-Key.
@@ -47,6 +57,7 @@ export { assertLiveWriteAllowed, liveWriteRefusal } from "./plan-rules";
 // gRPC: the implementation of a service, a handler's call, a client of another service.
 export {
   createClient,
+  safeToRepeat,
   type CallContext,
   type CallOptions,
   type ClientOf,

@@ -18,6 +18,10 @@
  *   at once (error), repeats at most once per `repeatLogMs`, and the recovery
  *   once (info).
  * - Stop: no new pass starts; a running pass is awaited.
+ * - Observation: each pass that ran is logged at debug ("job pass", with when it started and ended, and
+ *   `leader`: whether it held the job's lock; a job without one runs on every replica at once), so that
+ *   which replica ran which pass, and that no two ran one job's pass at once, can be read from the logs;
+ *   JOB_LOG_LEVEL (e.g. "debug") sets the job lines' level apart from the service's LOG_LEVEL.
  */
 import { sql, type Kysely } from "kysely";
 import { lockKey } from "./db";
@@ -108,7 +112,10 @@ export async function withLeaderLock<T>(
 }
 
 export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
-  const log = o.log.child({ job: o.name });
+  const log = o.log.child(
+    { job: o.name },
+    process.env.JOB_LOG_LEVEL ? { level: process.env.JOB_LOG_LEVEL } : undefined,
+  );
   const minMs = o.backoffMinMs ?? Math.min(o.intervalMs, 1000);
   const maxMs = o.backoffMaxMs ?? 30_000;
   const repeatLogMs = o.repeatLogMs ?? 30_000;
@@ -122,16 +129,24 @@ export function startLeaderJob(o: LeaderJobOptions): LeaderJob {
 
   const pass = async (): Promise<PassOutcome> => {
     if (stopped) return { ran: false, reason: "stopped" };
-    // The lock is held (or needs none) once the pass's own work starts.
-    let started = false;
-    const run = () => {
-      started = true;
+    // When the pass held the lock (or needed none): from the moment it had it until its work ended (before the
+    // unlock).
+    let started = 0;
+    let ended = 0;
+    const run = async () => {
+      started = Date.now();
       o.observe?.leader(true);
-      return o.run();
+      try {
+        return await o.run();
+      } finally {
+        ended = Date.now();
+      }
     };
     const work = o.lock === false ? await run() : await withLeaderLock(o.lock, o.name, run);
-    if (!started) o.observe?.leader(false);
-    o.observe?.pass(started ? "ok" : "skipped");
+    if (started === 0) o.observe?.leader(false);
+    o.observe?.pass(started > 0 ? "ok" : "skipped");
+    if (started > 0 && log.isLevelEnabled("debug"))
+      log.debug({ started_at: started, ended_at: ended, leader: o.lock !== false }, "job pass");
     if (work === undefined && o.lock !== false) {
       log.debug("lock held by another instance; pass skipped");
       return { ran: false, reason: "lock_not_held" };

@@ -6,7 +6,9 @@ export type { Logger };
 /**
  * JSON logs on stdout, or appended to `file` (LOG_FILE) when it is given: a service the local stack runs in a
  * worker thread has no stdout of its own, so it writes its own log file. Authorization headers and anything
- * that looks like a key are redacted; keys are never logged by design, redaction is the safety net.
+ * that looks like a key are redacted; keys are never logged by design, redaction is the safety net. Where the
+ * service runs as several replicas, REPLICA_ID (e.g. "passport-2", set by the local stack) names the replica in
+ * every line.
  */
 export function createLogger(
   service: string,
@@ -16,7 +18,7 @@ export function createLogger(
   return pino(
     {
       level,
-      base: { service },
+      base: process.env.REPLICA_ID ? { service, replica: process.env.REPLICA_ID } : { service },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
         paths: ["req.headers.authorization", "req.headers.cookie", "authorization", "key", "secret"],

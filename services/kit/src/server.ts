@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from "node:http";
 import { isMainThread, parentPort } from "node:worker_threads";
 import * as grpc from "@grpc/grpc-js";
 import { create } from "@bufbuild/protobuf";
@@ -66,6 +67,21 @@ export interface GrpcServerHandle {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+/** GRPC_MAX_CONNECTION_AGE_MS's default: 5 minutes. */
+export const MAX_CONNECTION_AGE_MS_DEFAULT = 300_000;
+/** GRPC_MAX_CONNECTION_AGE_GRACE_MS's default: 30 seconds. */
+export const MAX_CONNECTION_AGE_GRACE_MS_DEFAULT = 30_000;
+
+export interface GrpcServerOptions {
+  /**
+   * A connection older than this is closed (GOAWAY, a little jitter added by grpc-js): its client connects again,
+   * resolving the service's name anew, and so spreads its calls over replicas started since (round-robin, grpc.ts).
+   */
+  maxConnectionAgeMs?: number;
+  /** The calls running on a connection closed for its age get this long to finish before it is cut. */
+  maxConnectionAgeGraceMs?: number;
+}
+
 /**
  * Starts a gRPC server on `address` with the health service. `register` adds the
  * service implementations and returns their fully-qualified names.
@@ -74,8 +90,14 @@ export async function startGrpcServer(
   address: string,
   log: Logger,
   register: (server: grpc.Server) => string[],
+  options: GrpcServerOptions = {},
 ): Promise<GrpcServerHandle> {
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    "grpc.max_connection_age_ms": options.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS_DEFAULT,
+    "grpc.max_connection_age_grace_ms":
+      options.maxConnectionAgeGraceMs ?? MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+  });
   const health = new HealthService();
   health.register(server);
   const names = register(server);
@@ -121,14 +143,25 @@ function isShutdownMessage(message: unknown): boolean {
 
 /**
  * Runs `stop` once on SIGTERM or SIGINT, or in a worker thread on SHUTDOWN_MESSAGE from its parent, then exits
- * (a thread's process.exit ends the thread). Used by every service's main.
+ * (a thread's process.exit ends the thread), with code 1 when `stop` has not finished after `forceAfterMs`. Used
+ * by every service's main.
  */
-export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
+export function onShutdownSignal(
+  log: Logger,
+  stop: () => Promise<void>,
+  o: { forceAfterMs?: number } = {},
+): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "shutting down");
+    // The drain is bounded: a step that hangs does not keep the process (and its replacement) waiting.
+    if (o.forceAfterMs !== undefined)
+      setTimeout(() => {
+        log.error({ after_ms: o.forceAfterMs }, "shutdown did not finish in time; exiting");
+        process.exit(1);
+      }, o.forceAfterMs).unref();
     stop()
       .then(() => process.exit(0))
       .catch((err: unknown) => {
@@ -145,4 +178,23 @@ export function onShutdownSignal(log: Logger, stop: () => Promise<void>): void {
     // The port alone never keeps the thread alive (the service's servers and timers do).
     parentPort.unref();
   }
+}
+
+/**
+ * Closes an HTTP server as a drain does: stops accepting connections, closes the idle ones, lets the requests in
+ * flight finish within graceMs, then closes what is left.
+ */
+export function closeHttpServer(server: HttpServer, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(() => {
+      server.closeAllConnections();
+      resolve();
+    }, graceMs);
+    t.unref();
+    server.close(() => {
+      clearTimeout(t);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }

@@ -8,8 +8,12 @@
  *   bus → outbox relay → the service's start (gRPC handlers, jobs, clients,
  *   stop hooks) → gRPC server with health → serving
  *
- * and shutdown in reverse: gRPC server drained → the service's stop hooks
- * (last registered first) → jobs → relay → bus → pool.
+ * and shutdown (SIGTERM) as a drain: readiness off (gRPC health NOT_SERVING,
+ * rt.draining() for HTTP readiness) → the service's drain hooks (its consumers)
+ * and the jobs stopped → SHUTDOWN_DRAIN_DELAY_MS still answering → then in
+ * reverse: gRPC server drained (calls in flight finish within
+ * SHUTDOWN_GRACE_MS) → the service's stop hooks (last registered first) → jobs
+ * → relay → bus → pool.
  *
  *   // services/<name>/src/main.ts
  *   import "./tracing";
@@ -26,7 +30,7 @@ import type * as grpc from "@grpc/grpc-js";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { Kysely, Migration } from "kysely";
 import { z } from "zod";
-import { address, ConfigError, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
+import { ConfigError, listenAddress, loadConfig, logLevel, positiveInt, postgresUrl } from "./config";
 import { kafkaEnv, refineKafkaEnv } from "@dpp/bus";
 import { createLogger, type Logger } from "./logger";
 import { analyzeSchema, createDb, migrateDatabase, PREPARED_STATEMENTS_DEFAULT } from "./db";
@@ -38,7 +42,16 @@ import { poolStats } from "./db";
 import { startLeaderJob, type LeaderJob, type LeaderJobOptions } from "./jobs";
 import { migrateIdempotency, reapIdempotencyRecords } from "./idempotency";
 import { enableKeyedCallChecks } from "./keyed-work";
-import { addService, createClient, type CallContext, type PromiseClient, type ServiceImpl } from "./grpc";
+import {
+  addService,
+  balancingChannelOptions,
+  CALL_RETRY_DEFAULTS,
+  createClient,
+  DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
+  type CallContext,
+  type PromiseClient,
+  type ServiceImpl,
+} from "./grpc";
 import {
   createContextSigner,
   createContextVerifier,
@@ -47,7 +60,13 @@ import {
   type ContextSigner,
   type ContextVerifier,
 } from "./internal-auth";
-import { onShutdownSignal, startGrpcServer } from "./server";
+import {
+  MAX_CONNECTION_AGE_GRACE_MS_DEFAULT,
+  MAX_CONNECTION_AGE_MS_DEFAULT,
+  onShutdownSignal,
+  startGrpcServer,
+  type HealthService,
+} from "./server";
 import { healthV1 } from "@dpp/proto";
 
 /**
@@ -84,8 +103,30 @@ export const commonServiceEnv = {
    * relayed in one pass (0: at once).
    */
   RELAY_DEBOUNCE_MS: z.coerce.number().int().min(0).max(1000).default(RELAY_DEBOUNCE_MS_DEFAULT),
-  /** Time in-flight calls get on SIGTERM. */
+  /**
+   * Time in-flight calls get on SIGTERM; also the bound of each other step of the drain (the consumers and jobs
+   * stopping, the HTTP server closing).
+   */
   SHUTDOWN_GRACE_MS: positiveInt(10000),
+  /**
+   * On SIGTERM, how long the process keeps answering with its readiness already off (gRPC health NOT_SERVING,
+   * HTTP /readyz 503) before it stops listening: the time a load balancer or a Service's endpoints take to stop
+   * sending it new requests (a few seconds on Kubernetes; 0 where nothing routes by readiness).
+   */
+  SHUTDOWN_DRAIN_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  /**
+   * How often, at most, a caller resolves a service's DNS name again (its <NAME>_ADDR): when a connection closes
+   * (a replica gone, a connection aged out), new replicas are found no sooner than this after the last lookup.
+   */
+  GRPC_DNS_MIN_INTERVAL_MS: positiveInt(DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT),
+  /**
+   * Sends in all of a call that is safe to repeat (a read; a write under an Idempotency-Key) when the service it
+   * calls is unavailable (a replica gone, a connection dropped), the first included; 1: never sent again. Every
+   * attempt stays within the call's deadline.
+   */
+  GRPC_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(CALL_RETRY_DEFAULTS.maxAttempts),
+  /** The wait before the second attempt, doubled before each next one (with jitter). */
+  GRPC_RETRY_BACKOFF_MS: positiveInt(CALL_RETRY_DEFAULTS.backoffMs),
   /** How often idempotency records older than 24 h are deleted (services that keep them). */
   IDEMPOTENCY_REAP_INTERVAL_MS: positiveInt(600_000),
   /**
@@ -123,6 +164,8 @@ export type CommonServiceConfig = z.infer<z.ZodObject<typeof commonServiceEnv>>;
 /** The validated configuration of a service: the common variables, GRPC_ADDR (gRPC services), and its own. */
 export type ServiceConfig<Env extends z.ZodRawShape> = CommonServiceConfig & {
   GRPC_ADDR: string;
+  GRPC_MAX_CONNECTION_AGE_MS: number;
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: number;
 } & z.infer<z.ZodObject<Env>>;
 
 export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
@@ -157,6 +200,13 @@ export interface ServiceRuntime<Env extends z.ZodRawShape, DB> {
    * jobs, the pool and the outbox; a service adds its HTTP routes, queues and consumers here.
    */
   readonly metrics: ServiceMetrics;
+  /**
+   * Runs first on shutdown, while the servers still answer: stop taking new work (a consumer, a worker that
+   * claims work). Hooks run last-registered first, with the jobs' stop, bounded by SHUTDOWN_GRACE_MS.
+   */
+  onDrain(fn: () => Promise<void> | void): void;
+  /** True from the moment the process is asked to stop: an HTTP readiness check answers not ready. */
+  draining(): boolean;
 }
 
 export interface ServiceDefinition<Env extends z.ZodRawShape, DB, Extra> {
@@ -203,7 +253,15 @@ export function serviceConfigSchema<Env extends z.ZodRawShape, DB, Extra>(
   def: ServiceDefinition<Env, DB, Extra>,
 ) {
   const grpcShape =
-    def.grpcPort !== undefined ? { GRPC_ADDR: address.default(`0.0.0.0:${def.grpcPort}`) } : {};
+    def.grpcPort !== undefined
+      ? {
+          GRPC_ADDR: listenAddress.default(`0.0.0.0:${def.grpcPort}`),
+          /** A client connection older than this is closed, so that its caller rebalances (server.ts). */
+          GRPC_MAX_CONNECTION_AGE_MS: positiveInt(MAX_CONNECTION_AGE_MS_DEFAULT),
+          /** The calls of a connection closed for its age get this long to finish. */
+          GRPC_MAX_CONNECTION_AGE_GRACE_MS: positiveInt(MAX_CONNECTION_AGE_GRACE_MS_DEFAULT),
+        }
+      : {};
   return z.object({ ...commonServiceEnv, ...grpcShape, ...def.env }).superRefine((v, ctx) => {
     refineKafkaEnv(v as Parameters<typeof refineKafkaEnv>[0], ctx);
     def.refine?.(v as unknown as ServiceConfig<Env>, ctx);
@@ -361,6 +419,9 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     steps.push(async () => {
       for (const h of hooks.reverse()) await h();
     });
+    const drainHooks: Array<() => Promise<void> | void> = [];
+    let draining = false;
+    let grpcHealth: HealthService | undefined;
     const registrations: Array<(server: grpc.Server) => string> = [];
     const rt: ServiceRuntime<Env, DB> = {
       name: def.name,
@@ -376,6 +437,10 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
           deadlineMs: o.deadlineMs,
           log,
           metrics,
+          retry: { maxAttempts: config.GRPC_RETRY_MAX_ATTEMPTS, backoffMs: config.GRPC_RETRY_BACKOFF_MS },
+          channelOptions: balancingChannelOptions({
+            dnsMinTimeBetweenResolutionsMs: config.GRPC_DNS_MIN_INTERVAL_MS,
+          }),
         });
         hooks.push(() => c.close());
         return c;
@@ -412,6 +477,10 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
         hooks.push(fn);
       },
       metrics,
+      onDrain: (fn) => {
+        drainHooks.push(fn);
+      },
+      draining: () => draining,
     };
     if (def.idempotency)
       rt.job({
@@ -455,17 +524,54 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
     const extra = await def.start(rt);
     let port = 0;
     if (def.grpcPort !== undefined) {
-      const server = await startGrpcServer(config.GRPC_ADDR, log, (s) =>
-        registrations.map((register) => register(s)),
+      const server = await startGrpcServer(
+        config.GRPC_ADDR,
+        log,
+        (s) => registrations.map((register) => register(s)),
+        {
+          maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+          maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+        },
       );
       steps.push(() => server.shutdown(config.SHUTDOWN_GRACE_MS));
       port = server.port;
+      grpcHealth = server.health;
       const { SERVING, NOT_SERVING } = healthV1.HealthCheckResponse_ServingStatus;
       const report = () =>
-        server.health.set(BUS_HEALTH_SERVICE, bus.status().healthy ? SERVING : NOT_SERVING);
+        server.health.set(BUS_HEALTH_SERVICE, bus.status().healthy && !draining ? SERVING : NOT_SERVING);
       report();
       steps.push(bus.onStatusChange(report));
     }
+    /**
+     * The drain, before the unwinding: readiness off (every gRPC health entry NOT_SERVING; rt.draining() for the
+     * HTTP readiness checks), no new work taken (the service's drain hooks: its consumers; every job: no new
+     * pass, a running one finishes), both bounded by SHUTDOWN_GRACE_MS; then SHUTDOWN_DRAIN_DELAY_MS of answering
+     * with readiness off, so that callers routed by readiness turn away; then the servers close, letting the
+     * calls in flight finish (the unwinding: gRPC server, stop hooks such as an HTTP server, relay, bus, pool).
+     */
+    const drain = async () => {
+      draining = true;
+      grpcHealth?.setAll(healthV1.HealthCheckResponse_ServingStatus.NOT_SERVING);
+      log.info({ delay_ms: config.SHUTDOWN_DRAIN_DELAY_MS }, "draining: not ready, taking no new work");
+      const stopping = Promise.all([
+        ...drainHooks.reverse().map(async (h) => {
+          try {
+            await h();
+          } catch (err) {
+            log.error({ err }, "drain step failed");
+          }
+        }),
+        ...jobs.map((j) => j.stop()),
+      ]);
+      if (!(await within(stopping, config.SHUTDOWN_GRACE_MS)))
+        log.warn(
+          { grace_ms: config.SHUTDOWN_GRACE_MS },
+          "consumers or jobs still running after the grace period",
+        );
+      if (config.SHUTDOWN_DRAIN_DELAY_MS > 0)
+        await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_DELAY_MS));
+      await unwind();
+    };
     let stopping: Promise<void> | undefined;
     return {
       name: def.name,
@@ -476,12 +582,41 @@ export async function startService<Env extends z.ZodRawShape, DB, Extra>(
       db,
       relay,
       extra,
-      stop: () => (stopping ??= unwind()),
+      stop: () => (stopping ??= drain()),
     };
   } catch (err) {
     await unwind();
     throw err;
   }
+}
+
+/** Whether `work` settles within `ms`. */
+function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+    work.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+    );
+  });
+}
+
+/**
+ * The longest a stop may take before the process exits anyway: the drain's steps (each bounded by
+ * SHUTDOWN_GRACE_MS: consumers and jobs, the gRPC server, the HTTP server), its delay, and a margin for the pools.
+ */
+export function shutdownBoundMs(config: {
+  SHUTDOWN_GRACE_MS: number;
+  SHUTDOWN_DRAIN_DELAY_MS: number;
+}): number {
+  return config.SHUTDOWN_DRAIN_DELAY_MS + 3 * config.SHUTDOWN_GRACE_MS + 5000;
 }
 
 /**
@@ -512,7 +647,9 @@ export function runService<Env extends z.ZodRawShape, DB, Extra>(
           log.info("migrations applied");
           process.exit(0);
         })
-      : startService(def, config, log).then((handle) => onShutdownSignal(log, () => handle.stop()));
+      : startService(def, config, log).then((handle) =>
+          onShutdownSignal(log, () => handle.stop(), { forceAfterMs: shutdownBoundMs(config) }),
+        );
   work.catch((err: unknown) => {
     if (err instanceof ConfigError) {
       // A configuration problem is the operator's to fix: say what, without a stack trace.

@@ -55,8 +55,10 @@ export const publicSurfaceService = defineService({
       previewSecret: c.PREVIEW_SIGNING_SECRET,
       log: rt.log,
       metrics: rt.metrics,
+      ready: () => !rt.draining(),
     });
-    rt.onStop(() => server.close());
+    // Requests in flight finish (within SHUTDOWN_GRACE_MS) once the drain closes the listener.
+    rt.onStop(() => server.close(c.SHUTDOWN_GRACE_MS));
     rt.log.info(
       { url: server.url, public_base_url: c.PUBLIC_BASE_URL, resolver_base_url: c.RESOLVER_BASE_URL },
       "public surface listening",

@@ -59,7 +59,8 @@ export const webhooksService = defineService({
       lock: false,
       run: () => worker.pass(),
     });
-    rt.onStop(() => worker.stop());
+    // Stopped first on SIGTERM (the kit's drain, with the delivery job): no endpoint's work is claimed anew.
+    rt.onDrain(() => worker.stop());
     // How far the endpoints this replica delivered to lately are behind their feeds (delivery/worker.ts).
     rt.metrics.onScrape(
       "dpp_consumer_lag",

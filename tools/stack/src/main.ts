@@ -7,10 +7,14 @@
  * PORT (the gateway) and <NAME>_PORT (each gRPC service, e.g. PASSPORT_PORT)
  * override the ports. A service that dies is restarted with backoff and logged
  * (supervise.ts); the stack stops on Ctrl-C, or when a service keeps dying
- * (more than 5 restarts within 5 minutes).
+ * (more than 5 restarts within 5 minutes). DPP_REPLICAS=N runs every service
+ * N times (<NAME>_REPLICAS for one service, e.g. PASSPORT_REPLICAS=3): each
+ * replica on a port of its own, its callers given them all, the gateway's and
+ * the public surface's replicas behind their one port (README, "Replicas").
  *
  * Runs from its bundle (tools/stack/build.mjs, .dpp/build/current/stack.js), as do
- * the services. Each service writes its log to .dpp/logs/<name>.log (emptied at each
+ * the services. Each service writes its log to .dpp/logs/<name>.log (a replica of
+ * several: <name>-<n>.log; emptied at each
  * start) itself; STACK_LOGS=terminal has them write to this terminal instead.
  * The terminal shows the stack's own lines: progress, readiness, credentials,
  * supervision, and the end of a dead service's log.
@@ -21,13 +25,14 @@ import path from "node:path";
 import type { Credentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { startPortalSimulator, type PortalSimulatorRun } from "./portal-simulator";
-import { portsFromEnv, publicPortFromEnv } from "./ports";
+import { portsFromEnv, publicPortFromEnv, replicasFromEnv } from "./ports";
 import {
   buildBundles,
   gatewayBaseUrl,
   hostingFromEnv,
   logFileOf,
   migrateAll,
+  replicaId,
   REPO_ROOT,
   startStack,
   tailOf,
@@ -98,7 +103,9 @@ async function main() {
   let publicPort: number;
   let logDir: string | undefined;
   let hosting: Hosting;
+  let replicas: Record<ServiceName, number>;
   try {
+    replicas = replicasFromEnv(process.env);
     ports = portsFromEnv(process.env);
     publicPort = publicPortFromEnv(process.env);
     logDir = logsFromEnv(process.env) === "files" ? LOG_DIR : undefined;
@@ -109,7 +116,9 @@ async function main() {
   }
   if (logDir) {
     fs.mkdirSync(logDir, { recursive: true });
-    for (const name of Object.keys(ports)) fs.writeFileSync(logFileOf(logDir, name), "");
+    for (const name of Object.keys(ports) as ServiceName[])
+      for (let i = 0; i < replicas[name]; i++)
+        fs.writeFileSync(logFileOf(logDir, replicaId(name, i, replicas[name])), "");
   }
   // Run from its bundle (.dpp/build/<hash>/stack.js, npm start), the services' bundles are its siblings,
   // of the same build; run from source, they are built (when the sources changed) while Postgres starts.
@@ -179,6 +188,7 @@ async function main() {
       databaseUrl,
       ports,
       publicPort,
+      replicas,
       logLevel: process.env.LOG_LEVEL ?? "info",
       logDir,
       env,
@@ -193,8 +203,13 @@ async function main() {
       },
     });
     for (const s of Object.values(stack.services))
+      for (const r of s.replicas)
+        console.log(
+          `[stack] ${r.id} ready at ${r.address} (${r.unit.id}, ${((r.readyInMs ?? 0) / 1000).toFixed(1)} s); metrics ${r.metricsUrl}`,
+        );
+    for (const [front, handed] of Object.entries(stack.balanced))
       console.log(
-        `[stack] ${s.name} ready at ${s.address} (${s.unit.id}, ${((s.readyInMs ?? 0) / 1000).toFixed(1)} s); metrics ${s.metricsUrl}`,
+        `[stack] ${front === "gateway" ? stack.baseUrl : stack.publicUrl} balanced over ${handed.length} replicas`,
       );
     writeStackFile({
       database_url: databaseUrl,

@@ -22,3 +22,22 @@ export function publicPortFromEnv(env: NodeJS.ProcessEnv): number {
     throw new Error(`PUBLIC_PORT must be a port number (1 to 65535), got "${text}"`);
   return port;
 }
+
+/**
+ * Replicas of each service: DPP_REPLICAS for every service (1 when unset), <NAME>_REPLICAS for one
+ * (e.g. PASSPORT_REPLICAS=3, GATEWAY_REPLICAS=1), each a whole number from 1 to 16.
+ */
+export function replicasFromEnv(env: NodeJS.ProcessEnv): Record<ServiceName, number> {
+  const read = (variable: string, fallback: number) => {
+    const text = env[variable];
+    const n = text === undefined || text === "" ? fallback : Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > 16)
+      throw new Error(`${variable} must be a whole number from 1 to 16, got "${text}"`);
+    return n;
+  };
+  const all = read("DPP_REPLICAS", 1);
+  const counts = {} as Record<ServiceName, number>;
+  for (const s of loadRegistry())
+    counts[s.name] = read(`${s.name.toUpperCase().replace(/-/g, "_")}_REPLICAS`, all);
+  return counts;
+}

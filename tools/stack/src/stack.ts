@@ -36,6 +36,7 @@ import {
   type ServiceEntry,
   type ServiceName,
 } from "../../registry";
+import { startBalancer, type Balancer } from "./balancer";
 import { launch as launchUnit, type Hosting, type Unit } from "./hosting";
 import { DEFAULT_SUPERVISION, Supervisor, type SupervisionEvent, type SupervisionPolicy } from "./supervise";
 
@@ -61,10 +62,24 @@ export interface StackOptions {
   hosting: Hosting;
   /** Postgres to use; every service gets its own schema in it. */
   databaseUrl: string;
-  /** Port of each service (the gateway's HTTP port, a gRPC service's port); unset → a free port. */
+  /**
+   * Port of each service (the gateway's HTTP port, a gRPC service's port); unset → a free port. With several
+   * replicas, a gRPC service's first replica listens there and the others on free ports; the gateway's port
+   * is its balancer's (the replicas listen on free ports behind it).
+   */
   ports?: Partial<Record<ServiceName, number>>;
   /** Port of each service's metrics listener (METRICS_PORT); unset → a free port. */
   metricsPorts?: Partial<Record<ServiceName, number>>;
+  /**
+   * Replicas of every service (a number), or of each service (others: 1). 1, the default, runs each service
+   * once, on its port, with nothing in front. With more, each replica listens on a port of its own, its callers
+   * get the list of them all (`ipv4:127.0.0.1:P1,127.0.0.1:P2`: the kit's clients spread their calls over it),
+   * and the gateway's and the public surface's HTTP listeners get one port in front of their replicas, a TCP
+   * balancer of this process (balancer.ts; docs/decisions/0062-local-replicas.md).
+   */
+  replicas?: number | Partial<Record<ServiceName, number>>;
+  /** Variables of one service (over `env`), e.g. a LOG_LEVEL of its own. */
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
   /** Interface of the gateway's HTTP listener (127.0.0.1 by default). */
   gatewayHost?: string;
   /**
@@ -106,9 +121,27 @@ export function generateStackKeys(): StackKeys {
   return keys;
 }
 
+/** One replica of a service. */
+export interface RunningReplica<H extends Hosting = Hosting> {
+  /** 0, 1, ... */
+  index: number;
+  /** What it is called in the stack's lines, its log file and its log lines (REPLICA_ID): "passport-2". */
+  id: string;
+  /** Its own address (a gRPC service's 127.0.0.1:port; the gateway's HTTP listener behind the balancer). */
+  address: string;
+  process: H extends "process" ? ChildProcess : undefined;
+  unit: Unit;
+  readyInMs?: number;
+  /** Where Prometheus reads this replica's metrics (METRICS_PORT: a port of its own per replica). */
+  metricsUrl: string;
+}
+
 export interface RunningService<H extends Hosting = Hosting> {
   name: ServiceName;
+  /** The address its callers get: 127.0.0.1:port, or with several replicas `ipv4:` and the list of them. */
   address: string;
+  /** Every replica (one by default); `process`, `unit` and `readyInMs` above are the first's. */
+  replicas: RunningReplica<H>[];
   hosting: H;
   /** The service's process (process hosting). */
   process: H extends "process" ? ChildProcess : undefined;
@@ -116,7 +149,7 @@ export interface RunningService<H extends Hosting = Hosting> {
   unit: Unit;
   /** Time from starting the process or thread until it answered its readiness check. */
   readyInMs?: number;
-  /** Where Prometheus reads the service's metrics (METRICS_PORT: a port of its own per service). */
+  /** Where Prometheus reads the first replica's metrics (METRICS_PORT: a port of its own per replica). */
   metricsUrl: string;
 }
 
@@ -143,7 +176,33 @@ export interface Stack<H extends Hosting = Hosting> {
   killService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped service again on the same address (supervised again when the stack is). */
   startService(name: ServiceName, o?: { env?: Record<string, string> }): Promise<void>;
+  /**
+   * killService, stopService and startService for one replica (index 0, 1, ...). A gateway or public-surface
+   * replica that is stopped takes no new connection from the balancer from the moment it is asked to stop.
+   */
+  killReplica(name: ServiceName, index: number, signal?: NodeJS.Signals): Promise<void>;
+  stopReplica(name: ServiceName, index: number): Promise<void>;
+  startReplica(name: ServiceName, index: number): Promise<void>;
+  /** Connections each balancer (the gateway's, the public surface's) handed to each replica; none with one. */
+  balanced: Partial<Record<"gateway" | "public", readonly number[]>>;
   stop(): Promise<void>;
+}
+
+/** The replicas of each service that `replicas` asks for (1 unless it says otherwise). */
+export function replicaCounts(replicas: StackOptions["replicas"]): Record<ServiceName, number> {
+  const counts = {} as Record<ServiceName, number>;
+  for (const s of SERVICES) {
+    const n = typeof replicas === "number" ? replicas : (replicas?.[s.name] ?? 1);
+    if (!Number.isInteger(n) || n < 1 || n > 16)
+      throw new Error(`replicas of ${s.name} must be a whole number from 1 to 16, got ${n}`);
+    counts[s.name] = n;
+  }
+  return counts;
+}
+
+/** The id of replica `index` of `name` among `count`: the service's name alone when it runs once. */
+export function replicaId(name: ServiceName, index: number, count: number): string {
+  return count === 1 ? name : `${name}-${index + 1}`;
 }
 
 /**
@@ -318,7 +377,15 @@ type Readiness = "ready" | "not yet";
 /** A running service disagrees with its registry entry: starting fails at once. */
 class RegistryMismatch extends Error {}
 
-async function waitFor(what: string, check: () => Promise<Readiness>, unit: Unit, timeoutMs = 30000) {
+/** How long a service (with one replica of each) gets to answer its readiness check. */
+const READY_TIMEOUT_MS = 30_000;
+
+async function waitFor(
+  what: string,
+  check: () => Promise<Readiness>,
+  unit: Unit,
+  timeoutMs = READY_TIMEOUT_MS,
+) {
   const until = Date.now() + timeoutMs;
   // What the last probe found, for the error: whether the service listened at all, and what it answered.
   let last = "no probe answered";
@@ -387,15 +454,17 @@ export function serviceEnvs(
   ports: Record<ServiceName, number>,
   keys: StackKeys,
   publicPort = 0,
+  /** What each service's callers are given (127.0.0.1:<port> when absent: one replica). */
+  addresses?: Partial<Record<ServiceName, string>>,
   metricsPorts?: Record<ServiceName, number>,
 ): Record<ServiceName, Record<string, string>> {
-  const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
+  const address = (name: ServiceName) => addresses?.[name] ?? `${HOST}:${ports[name]}`;
   const common = { DATABASE_URL: o.databaseUrl, LOG_LEVEL: o.logLevel ?? "info", ...o.env };
   const envs = {} as Record<ServiceName, Record<string, string>>;
   for (const s of SERVICES) {
     const env: Record<string, string> =
       s.kind === "grpc"
-        ? { ...common, GRPC_ADDR: address(s.name) }
+        ? { ...common, GRPC_ADDR: `${HOST}:${ports[s.name]}` }
         : { ...common, HTTP_HOST: o.gatewayHost ?? HOST, HTTP_PORT: String(ports[s.name]) };
     for (const callee of calleesOf(SERVICES, s.name)) env[callee.addrEnv!] = address(callee.name);
     // A review_url leads to the gateway's own review page (/review) unless the environment names another.
@@ -448,86 +517,207 @@ export function gatewayBaseUrl(ports: Record<ServiceName, number>): string {
 const STOP_GRACE_MS = 10_000;
 
 export async function startStack<H extends Hosting>(o: StackOptions & { hosting: H }): Promise<Stack<H>> {
+  const counts = replicaCounts(o.replicas);
+  /** The port each service's callers (or clients, the gateway's) use: its first replica's, or its balancer's. */
   const ports = {} as Record<ServiceName, number>;
   for (const s of SERVICES) ports[s.name] = o.ports?.[s.name] ?? (await freePort());
-  const address = (name: ServiceName) => `${HOST}:${ports[name]}`;
-  const keys = o.keys ?? generateStackKeys();
   const publicPort = o.publicPort ?? (await freePort());
+  /**
+   * Each replica's own ports: a gRPC service's first replica listens on the service's port, the others on free
+   * ports; the gateway's replicas (and the public surface's HTTP listeners), when several, all on free ports
+   * behind their balancer.
+   */
+  const replicaPorts = {} as Record<ServiceName, number[]>;
+  const replicaPublicPorts: number[] = [];
+  for (const s of SERVICES) {
+    const n = counts[s.name];
+    const own: number[] = [];
+    for (let i = 0; i < n; i++)
+      own.push(s.kind === "grpc" && i === 0 ? ports[s.name] : n === 1 ? ports[s.name] : await freePort());
+    replicaPorts[s.name] = own;
+  }
+  const publicReplicas = counts["public-surface"];
+  for (let i = 0; i < publicReplicas; i++)
+    replicaPublicPorts.push(publicReplicas === 1 ? publicPort : await freePort());
+  const addresses = {} as Record<ServiceName, string>;
+  for (const s of SERVICES)
+    addresses[s.name] =
+      counts[s.name] === 1
+        ? `${HOST}:${ports[s.name]}`
+        : `ipv4:${replicaPorts[s.name].map((p) => `${HOST}:${p}`).join(",")}`;
+  const keys = o.keys ?? generateStackKeys();
+  // Each replica's metrics listener on a port of its own: the first replica's is the service's.
   const metricsPorts = {} as Record<ServiceName, number>;
-  for (const s of SERVICES) metricsPorts[s.name] = o.metricsPorts?.[s.name] ?? (await freePort());
-  const envs = serviceEnvs(o, ports, keys, publicPort, metricsPorts);
+  const replicaMetricsPorts = {} as Record<ServiceName, number[]>;
+  for (const s of SERVICES) {
+    metricsPorts[s.name] = o.metricsPorts?.[s.name] ?? (await freePort());
+    replicaMetricsPorts[s.name] = [metricsPorts[s.name]];
+    for (let i = 1; i < counts[s.name]; i++) replicaMetricsPorts[s.name].push(await freePort());
+  }
+  const envs = serviceEnvs(o, ports, keys, publicPort, addresses, metricsPorts);
+  for (const s of SERVICES) Object.assign(envs[s.name], o.serviceEnv?.[s.name]);
+  /** The environment of replica `i` of a service: its own ports, and its id when there are several. */
+  const replicaEnv = (name: ServiceName, i: number): Record<string, string> => {
+    const s = byName(name);
+    const env = { ...envs[name] };
+    if (counts[name] === 1) return env;
+    env.REPLICA_ID = replicaId(name, i, counts[name]);
+    env.METRICS_PORT = String(replicaMetricsPorts[name][i]);
+    if (s.kind === "grpc") env.GRPC_ADDR = `${HOST}:${replicaPorts[name][i]}`;
+    else {
+      env.HTTP_HOST = HOST;
+      env.HTTP_PORT = String(replicaPorts[name][i]);
+    }
+    if (name === "public-surface") {
+      env.PUBLIC_SURFACE_HTTP_HOST = HOST;
+      env.PUBLIC_SURFACE_HTTP_PORT = String(replicaPublicPorts[i]);
+    }
+    return env;
+  };
   const services = {} as Record<ServiceName, RunningService<H>>;
+  for (const s of SERVICES)
+    services[s.name] = {
+      name: s.name,
+      address: addresses[s.name],
+      hosting: o.hosting,
+      replicas: [],
+      metricsUrl: `http://${HOST}:${metricsPorts[s.name]}/metrics`,
+    } as unknown as RunningService<H>;
   const baseUrl = gatewayBaseUrl(ports);
   const built = await buildBundles();
+  /** Replicas stopped or killed on purpose: the balancers hand them no new connection. */
+  const held = new Set<string>();
+  const accepting = (name: ServiceName) => (i: number) => {
+    const r = services[name].replicas[i];
+    return r !== undefined && r.unit.exit === undefined && !held.has(replicaId(name, i, counts[name]));
+  };
 
-  /** Starts the service and waits until it is ready; one that is not ready in time is killed. */
-  const launch = async (name: ServiceName): Promise<Unit> => {
+  /** Starts replica `i` and waits until it is ready; one that is not ready in time is killed. */
+  const launch = async (name: ServiceName, i: number): Promise<Unit> => {
     const s = byName(name);
+    const id = replicaId(name, i, counts[name]);
+    const own = `${HOST}:${replicaPorts[name][i]}`;
     const started = Date.now();
     const unit = launchUnit(o.hosting, {
-      name,
+      name: id,
       bundle: built[name]!,
       args: ["serve"],
-      env: envs[name],
-      logFile: o.logDir ? logFileOf(o.logDir, name) : undefined,
+      env: replicaEnv(name, i),
+      logFile: o.logDir ? logFileOf(o.logDir, id) : undefined,
       nodeArgs: o.nodeArgs,
     });
-    services[name] = {
-      name,
-      address: address(name),
-      hosting: o.hosting,
-      process: unit.process as RunningService<H>["process"],
+    const replica: RunningReplica<H> = {
+      index: i,
+      id,
+      address: own,
+      process: unit.process as RunningReplica<H>["process"],
       unit,
-      metricsUrl: `http://${HOST}:${metricsPorts[name]}/metrics`,
+      metricsUrl: `http://${HOST}:${replicaMetricsPorts[name][i]}/metrics`,
     };
+    const service = services[name];
+    service.replicas[i] = replica;
+    if (i === 0) {
+      service.process = replica.process;
+      service.unit = unit;
+      service.readyInMs = undefined;
+    }
     try {
-      if (s.kind === "gateway")
-        await waitFor(name, () => httpReady(`http://${HOST}:${ports[name]}/readyz`), unit);
-      else await waitFor(name, () => grpcServing(s, address(name)), unit);
-      services[name].readyInMs = Date.now() - started;
+      // A machine that runs N replicas of each service starts N times as much: each gets N times the time.
+      const timeoutMs = READY_TIMEOUT_MS * Math.max(...Object.values(counts));
+      if (s.kind === "gateway") await waitFor(id, () => httpReady(`http://${own}/readyz`), unit, timeoutMs);
+      else await waitFor(id, () => grpcServing(s, own), unit, timeoutMs);
+      replica.readyInMs = Date.now() - started;
+      if (i === 0) service.readyInMs = replica.readyInMs;
     } catch (err) {
       await unit.kill("SIGKILL");
       // What the service said before it died or while it did not answer.
-      const said = o.logDir ? tailOf(logFileOf(o.logDir, name)) : "";
-      if (err instanceof Error && said) err.message += `; the end of ${logFileOf(o.logDir!, name)}:\n${said}`;
+      const said = o.logDir ? tailOf(logFileOf(o.logDir, id)) : "";
+      if (err instanceof Error && said) err.message += `; the end of ${logFileOf(o.logDir!, id)}:\n${said}`;
       throw err;
     }
+    held.delete(id);
     return unit;
   };
+  /** Every replica's id, with its service and index (the supervisor watches replicas by id). */
+  const replicaOf = new Map<string, { name: ServiceName; index: number }>();
+  for (const s of SERVICES)
+    for (let i = 0; i < counts[s.name]; i++)
+      replicaOf.set(replicaId(s.name, i, counts[s.name]), { name: s.name, index: i });
+  const indexes = (name: ServiceName) => [...Array(counts[name]).keys()];
   const supervisor = o.supervise
     ? new Supervisor(
         { ...DEFAULT_SUPERVISION, ...o.supervise.policy },
-        (name) => launch(name as ServiceName),
+        (id) => {
+          const r = replicaOf.get(id)!;
+          return launch(r.name, r.index);
+        },
         o.supervise.report,
       )
     : undefined;
-  const start = async (name: ServiceName) => {
-    await launch(name);
+  const stopReplica = async (name: ServiceName, i: number) => {
+    const id = replicaId(name, i, counts[name]);
+    supervisor?.pause(id);
+    held.add(id);
+    await services[name]?.replicas[i]?.unit.stop(STOP_GRACE_MS);
+  };
+  const killReplica = async (name: ServiceName, i: number, signal: NodeJS.Signals = "SIGKILL") => {
+    const id = replicaId(name, i, counts[name]);
+    supervisor?.pause(id);
+    held.add(id);
+    await services[name]?.replicas[i]?.unit.kill(signal);
+  };
+  const startReplica = async (name: ServiceName, i: number) => {
+    const unit = await launch(name, i);
+    supervisor?.watch(replicaId(name, i, counts[name]), unit);
   };
   const stopService = async (name: ServiceName) => {
-    supervisor?.pause(name);
-    await services[name]?.unit.stop(STOP_GRACE_MS);
+    await Promise.all(indexes(name).map((i) => stopReplica(name, i)));
   };
-
   const killService = async (name: ServiceName, signal: NodeJS.Signals = "SIGKILL") => {
-    supervisor?.pause(name);
-    await services[name]?.unit.kill(signal);
+    await Promise.all(indexes(name).map((i) => killReplica(name, i, signal)));
   };
 
+  /** The balancers in front of the HTTP listeners that run as several replicas. */
+  const balancers: Partial<Record<"gateway" | "public", Balancer>> = {};
   const stop = async () => {
     supervisor?.stop();
     await stopService(GATEWAY.name);
+    await Promise.all(Object.values(balancers).map((b) => b.close()));
     await Promise.all(GRPC_SERVICES.map((s) => stopService(s.name)));
   };
 
   try {
-    await Promise.all(GRPC_SERVICES.map((s) => start(s.name)));
-    await start(GATEWAY.name);
+    // In waves: the first replica of every service at once (the stack as with one replica), then the second of
+    // each, ...: a wave starts no more processes at once than one replica does, on a machine of two cores.
+    const waves = Math.max(...GRPC_SERVICES.map((s) => counts[s.name]));
+    for (let i = 0; i < waves; i++)
+      await Promise.all(GRPC_SERVICES.filter((s) => counts[s.name] > i).map((s) => launch(s.name, i)));
+    await Promise.all(indexes(GATEWAY.name).map((i) => launch(GATEWAY.name, i)));
+    const front = async (key: "gateway" | "public", name: ServiceName, port: number, own: number[]) => {
+      if (own.length === 1) return;
+      balancers[key] = await startBalancer({
+        host: o.gatewayHost ?? HOST,
+        port,
+        backends: own.map((p) => ({ host: HOST, port: p })),
+        accepting: accepting(name),
+      });
+    };
+    await front("gateway", GATEWAY.name, ports[GATEWAY.name], replicaPorts[GATEWAY.name]);
+    await front("public", "public-surface", publicPort, replicaPublicPorts);
+    if (balancers.gateway)
+      await waitFor(
+        "the gateway's balancer",
+        () => httpReady(`http://${HOST}:${ports[GATEWAY.name]}/readyz`),
+        services[GATEWAY.name].unit,
+      );
   } catch (err) {
-    await Promise.all((Object.keys(services) as ServiceName[]).map(stopService));
+    await Promise.all(Object.values(balancers).map((b) => b.close()));
+    await Promise.all(SERVICES.map((s) => stopService(s.name)));
     throw err;
   }
-  for (const s of SERVICES) supervisor?.watch(s.name, services[s.name].unit);
+  for (const s of SERVICES)
+    for (const i of indexes(s.name))
+      supervisor?.watch(replicaId(s.name, i, counts[s.name]), services[s.name].replicas[i]!.unit);
 
   return {
     hosting: o.hosting,
@@ -542,9 +732,12 @@ export async function startStack<H extends Hosting>(o: StackOptions & { hosting:
     startService: async (name: ServiceName, so?: { env?: Record<string, string> }) => {
       // Variables given here replace the service's own from now on (its restarts by the supervisor included).
       if (so?.env) envs[name] = { ...envs[name], ...so.env };
-      const unit = await launch(name);
-      supervisor?.watch(name, unit);
+      await Promise.all(indexes(name).map((i) => startReplica(name, i)));
     },
+    killReplica,
+    stopReplica,
+    startReplica,
+    balanced: Object.fromEntries(Object.entries(balancers).map(([k, b]) => [k, b.handed])),
     stop,
   };
 }

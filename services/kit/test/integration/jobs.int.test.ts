@@ -12,7 +12,15 @@ const jobs: LeaderJob[] = [];
 
 /** A logger whose lines the test can read. */
 function capturingLog() {
-  const lines: Array<{ level: number; msg: string; job?: string; failures?: number }> = [];
+  const lines: Array<{
+    level: number;
+    msg: string;
+    job?: string;
+    failures?: number;
+    started_at?: number;
+    ended_at?: number;
+    leader?: boolean;
+  }> = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
       for (const l of chunk.toString().split("\n")) if (l) lines.push(JSON.parse(l));
@@ -39,6 +47,24 @@ afterAll(async () => {
 });
 
 describe("startLeaderJob", () => {
+  it("logs each pass that ran at debug, with when it held the lock, and none that another instance held", async () => {
+    const { log, lines } = capturingLog();
+    const job = track(
+      startLeaderJob({ name: "t:pass-log", intervalMs: 60_000, lock: db, log, run: async () => 1 }),
+    );
+    await eventually(async () => (lines.some((l) => l.msg === "job pass") ? true : undefined), 2000, 10);
+    const pass = lines.find((l) => l.msg === "job pass")!;
+    expect(pass).toMatchObject({ level: 20, job: "t:pass-log", leader: true });
+    expect(pass.started_at).toBeGreaterThan(0);
+    expect(pass.ended_at).toBeGreaterThanOrEqual(pass.started_at!);
+    const before = lines.length;
+    await withLeaderLock(db, "t:pass-log", async () => {
+      expect(await job.runOnce()).toEqual({ ran: false, reason: "lock_not_held" });
+      return true;
+    });
+    expect(lines.slice(before).filter((l) => l.msg === "job pass")).toEqual([]);
+  });
+
   it("runs a first pass at once, then every interval", async () => {
     let passes = 0;
     const { log } = capturingLog();

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApiError, httpStatusOf, verifyPreviewToken } from "@dpp/contract";
-import type { Logger, ServiceMetrics } from "@dpp/kit";
+import { closeHttpServer, type Logger, type ServiceMetrics } from "@dpp/kit";
 import type { DocumentsClient, PublicViews } from "../app/views";
 import { renderedOnce } from "../app/views";
 import {
@@ -50,6 +50,8 @@ export interface PublicServerOptions {
   /** Checks preview_url's token (PREVIEW_SIGNING_SECRET, passport's too); empty: every preview is refused. */
   previewSecret: string;
   log: Logger;
+  /** Whether to answer /readyz 200 (false from SIGTERM on: the kit's drain, rt.draining()). */
+  ready?: () => boolean;
   /** Each answer counted and timed under its route's pattern (`routeOf`), each 429 under its limit. */
   metrics?: ServiceMetrics;
 }
@@ -59,7 +61,7 @@ export interface PublicServerOptions {
  * parameters as {names}, never the raw path; "unmatched" for any other path.
  */
 export function routeOf(pathname: string): string {
-  if (pathname === "/healthz" || pathname === "/.well-known/gs1resolver") return pathname;
+  if (pathname === "/healthz" || pathname === "/readyz" || pathname === "/.well-known/gs1resolver") return pathname;
   if (pathname === "/01" || pathname.startsWith("/01/")) return "/01/{gtin}";
   const segments = pathname.split("/");
   if (segments[1] !== "p" || !segments[2]) return "unmatched";
@@ -159,7 +161,7 @@ function errorJson(code: string, message: string, extra: Record<string, unknown>
 
 export async function startPublicServer(
   o: PublicServerOptions,
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; close(graceMs?: number): Promise<void> }> {
   const limiter = new AddressLimiter(o.ratePerMinute);
   const cacheControl = `public, max-age=${o.maxAgeSeconds}`;
 
@@ -403,6 +405,11 @@ export async function startPublicServer(
     const url = new URL(req.url ?? "/", "http://public.invalid");
     if (url.pathname === "/healthz")
       return { status: 200, headers: { "Content-Type": "text/plain" }, body: "ok\n" };
+    // Readiness: 503 once the process drains, so that the load balancer stops sending requests here.
+    if (url.pathname === "/readyz")
+      return (o.ready?.() ?? true)
+        ? { status: 200, headers: { "Content-Type": "text/plain" }, body: "ready\n" }
+        : { status: 503, headers: { "Content-Type": "text/plain" }, body: "draining\n" };
     if (req.method === "OPTIONS")
       return {
         status: 204,
@@ -485,10 +492,6 @@ export async function startPublicServer(
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: (graceMs = 0) => closeHttpServer(server, graceMs),
   };
 }
