@@ -232,8 +232,9 @@ describe("on the Postgres-table bus", () => {
     events.length = 0;
     h = await startHarness("e2e_scale", {
       replicas: 2,
-      // Each passport replica logs the calls it serves (one debug line each).
-      serviceEnv: { passport: { LOG_LEVEL: "debug" } },
+      // Each passport replica logs the calls it serves (one debug line each). A gateway replica told to stop
+      // answers for a second more with readiness off, each answer closing its connection, before it closes.
+      serviceEnv: { passport: { LOG_LEVEL: "debug" }, gateway: { SHUTDOWN_DRAIN_DELAY_MS: "1000" } },
       env: ENV,
       supervise,
     });

@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import { sql } from "kysely";
-import { closeHttpServer, defineService, type ServiceRuntime } from "@dpp/kit";
+import { closeConnectionsWhileDraining, closeHttpServer, defineService, type ServiceRuntime } from "@dpp/kit";
 import { migrations } from "../migrations";
 import { gatewayEnv } from "./config";
 import { connectDownstream } from "./downstream.generated";
@@ -83,6 +83,7 @@ export const gatewayService = defineService({
       answerClientErrors(s, config.DOCS_BASE_URL);
     });
     server.keepAliveTimeout = 65_000;
+    closeConnectionsWhileDraining(server, rt.draining);
     rt.onStop(() => closeHttpServer(server, config.SHUTDOWN_GRACE_MS));
     const addr = server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.HTTP_PORT;

@@ -17,7 +17,7 @@ export {
 } from "./service";
 export type { LeaderJob } from "./jobs";
 // An HTTP server of a service closes as the drain closes the gRPC server (SIGTERM: rt.onStop).
-export { closeHttpServer } from "./server";
+export { closeConnectionsWhileDraining, closeHttpServer } from "./server";
 
 // Metrics (`rt.metrics`; docs/metrics.md): what a service adds to the kit's own series.
 export {

@@ -181,6 +181,17 @@ export function onShutdownSignal(
 }
 
 /**
+ * While the process drains (from SIGTERM until its server closes: SHUTDOWN_DRAIN_DELAY_MS), every answer asks its
+ * client to close the connection (`Connection: close`): clients leave the replica one connection at a time, after
+ * an answer, rather than finding a kept connection closed under a request they had just sent on it.
+ */
+export function closeConnectionsWhileDraining(server: HttpServer, draining: () => boolean): void {
+  server.prependListener("request", (_req, res) => {
+    if (draining()) res.setHeader("Connection", "close");
+  });
+}
+
+/**
  * Closes an HTTP server as a drain does: stops accepting connections, closes the idle ones, lets the requests in
  * flight finish within graceMs, then closes what is left.
  */

@@ -61,7 +61,8 @@ export interface PublicServerOptions {
  * parameters as {names}, never the raw path; "unmatched" for any other path.
  */
 export function routeOf(pathname: string): string {
-  if (pathname === "/healthz" || pathname === "/readyz" || pathname === "/.well-known/gs1resolver") return pathname;
+  if (pathname === "/healthz" || pathname === "/readyz" || pathname === "/.well-known/gs1resolver")
+    return pathname;
   if (pathname === "/01" || pathname.startsWith("/01/")) return "/01/{gtin}";
   const segments = pathname.split("/");
   if (segments[1] !== "p" || !segments[2]) return "unmatched";
