@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApiError, httpStatusOf, verifyPreviewToken } from "@dpp/contract";
-import { closeHttpServer, type Logger, type ServiceMetrics } from "@dpp/kit";
+import { closeConnectionsWhileDraining, closeHttpServer, type Logger, type ServiceMetrics } from "@dpp/kit";
 import type { DocumentsClient, PublicViews } from "../app/views";
 import { renderedOnce } from "../app/views";
 import {
@@ -485,6 +485,9 @@ export async function startPublicServer(
       });
   });
   server.keepAliveTimeout = 65_000;
+  // Not ready: draining (SIGTERM), each answer closes its connection.
+  const ready = o.ready;
+  if (ready) closeConnectionsWhileDraining(server, () => !ready());
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(o.port, o.host, () => resolve());
