@@ -6,6 +6,13 @@
  */
 import { envelope, startHarness, type ApiResponse, type Harness, type Tenant } from "./support/harness";
 
+/**
+ * "At once" and "not held up": well inside a call's 5 s deadline, which is what a refusal stuck on the channel (or a
+ * read waiting behind one) takes. How fast the refusals are is measured by the bench, not here: a loaded CI
+ * machine answers the 400-member refusal in 1.2 s.
+ */
+const PROMPT_MS = 3000;
+
 let h: Harness;
 let attacker: Tenant;
 let victim: Tenant;
@@ -79,7 +86,7 @@ it("refuses unknown member names of 20,000 and 200,000 characters at once with a
     h.expectStatus(res, 422);
     const e = envelope(res);
     expect(e.code).toBe("validation_failed");
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(PROMPT_MS);
     expect(e.details.issues).toHaveLength(1);
     const issue = e.details.issues[0];
     expect(issue.rule).toBe("unknown_field");
@@ -98,7 +105,7 @@ it("refuses unknown member names of 20,000 and 200,000 characters at once with a
   expect(reads.length).toBeGreaterThan(4);
   expect(reads.filter((r) => r.status !== 200)).toEqual([]);
   // No read waited for a refusal to clear the channel (a stalled channel holds a call up to its 5 s deadline).
-  expect(Math.max(...reads.map((r) => r.ms))).toBeLessThan(1000);
+  expect(Math.max(...reads.map((r) => r.ms))).toBeLessThan(PROMPT_MS);
 });
 
 it("lists the first 100 of 400 unknown members, with their total, at once, while another tenant's reads all answer 200", async () => {
@@ -124,7 +131,7 @@ it("lists the first 100 of 400 unknown members, with their total, at once, while
   h.expectStatus(res, 422);
   const e = envelope(res);
   expect(e.code).toBe("validation_failed");
-  expect(ms).toBeLessThan(1000);
+  expect(ms).toBeLessThan(PROMPT_MS);
   expect(e.details.issues).toHaveLength(100);
   expect(e.details.issues_truncated).toBe(true);
   expect(e.details.total_issues).toBe(400);
@@ -133,7 +140,7 @@ it("lists the first 100 of 400 unknown members, with their total, at once, while
   );
   expect(e.details.issues[0].message).toContain(`"${name(0).slice(0, 200)}${ELLIPSIS}"`);
   expect(reads.filter((r) => r.status !== 200)).toEqual([]);
-  expect(Math.max(...reads.map((r) => r.ms))).toBeLessThan(1000);
+  expect(Math.max(...reads.map((r) => r.ms))).toBeLessThan(PROMPT_MS);
 });
 
 it("counts every issue when it lists the first 100: strings the edge refuses, and the edge's issues with the service's", async () => {
