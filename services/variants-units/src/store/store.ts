@@ -242,23 +242,24 @@ export class VariantsUnitsStore {
   }
 
   /** The variant ids of the tenant among `ids` (the passport service's reconciler's question). */
-  async existingVariantIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
-    if (!ids.length) return [];
-    const rows = await this.db
-      .selectFrom("variant")
-      .where("organization_id", "=", t.organizationId)
-      .where("livemode", "=", t.livemode)
-      .select("id")
-      .where("id", "in", ids)
-      .execute();
-    return rows.map((r) => r.id);
+  existingVariantIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
+    return this.tenantIdsAmong("variant", t, ids);
   }
 
   /** The unit reading ids of the tenant among `ids` (the documents service's reconciler's question). */
-  async existingReadingIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
+  existingReadingIds(t: TenantContext, ids: readonly string[]): Promise<string[]> {
+    return this.tenantIdsAmong("unit_reading", t, ids);
+  }
+
+  /** The ids among `ids` of the tenant's rows in `table`, in its mode. */
+  private async tenantIdsAmong(
+    table: "variant" | "unit_reading",
+    t: TenantContext,
+    ids: readonly string[],
+  ): Promise<string[]> {
     if (!ids.length) return [];
     const rows = await this.db
-      .selectFrom("unit_reading")
+      .selectFrom(table)
       .where("organization_id", "=", t.organizationId)
       .where("livemode", "=", t.livemode)
       .select("id")
