@@ -417,9 +417,10 @@ describe("the packed CLI", () => {
         `dpp events tail printed passport.created ${hit!.at - createdAt} ms after the create ` +
           `(in the feed after ${inFeedAt - createdAt} ms)`,
       );
-      // The tail's own share: it polls every 250 ms, so it prints well within a second of the feed having it.
-      expect(hit!.at - inFeedAt).toBeLessThan(500);
-      expect(hit!.at - createdAt).toBeLessThan(1000 + Math.max(0, inFeedAt - createdAt - 500));
+      // The tail's own share: it polls every 250 ms, so it prints within a few polls of the feed having it
+      // even on a busy machine (a tail that waited for a longer poll interval, 5 s, would not).
+      expect(hit!.at - inFeedAt).toBeLessThan(2000);
+      expect(hit!.at - createdAt).toBeLessThan(2500 + Math.max(0, inFeedAt - createdAt - 500));
     } finally {
       tail.kill("SIGINT");
     }

@@ -99,7 +99,7 @@ describe("a call's transaction under its deadline", () => {
     await release();
     expect(isLockTimeout(failure)).toBe(true);
     expect(took).toBeGreaterThanOrEqual(500);
-    expect(took).toBeLessThan(1500);
+    expect(took).toBeLessThan(3000); // not the lock holder's release, which comes after
     const answer = answered(failure);
     expect(answer.code).toBe("resource_busy");
     expect(answer.headers["Retry-After"]).toBe("1");
@@ -198,7 +198,7 @@ describe("a keyed call under its deadline", () => {
     await release();
     expect(isLockTimeout(failure)).toBe(true);
     expect(runs).toBe(1);
-    expect(took).toBeLessThan(1500);
+    expect(took).toBeLessThan(3000); // not the lock holder's release, which comes after
     expect(await itemN("keyed-locked")).toBe(0);
   });
 });
