@@ -6,6 +6,7 @@ import {
   createDb,
   executeStatement,
   isUniqueViolation,
+  PREPARED_LIST_MAX,
   migrateSchema,
   withConnection,
 } from "../../src/db";
@@ -307,6 +308,27 @@ describe("prepared statements", () => {
     await sql`select ${2}::int as two`.execute(db);
     expect((await sql<{ two: number }>`select ${2}::int as two`.execute(db)).rows[0]!.two).toBe(2);
     expect((await prepared(db)).map((s) => s.statement)).toEqual(["select $1::int as one"]);
+  });
+
+  it("plans a run given a list longer than PREPARED_LIST_MAX for its values, off the generic plan", async () => {
+    const db = open("svc_a", 1);
+    await sql`create table if not exists pair (k text primary key, v text not null)`.execute(db);
+    const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`);
+    await sql`insert into pair select k, 'v' || k from unnest(${keys}::text[]) as k on conflict do nothing`.execute(db);
+    const matching = (ks: string[]) =>
+      sql<{ k: string }>`select p.k from pair p join unnest(${ks}::text[]) as r(k) on r.k = p.k order by p.k`.execute(
+        db,
+      );
+    const short = keys.slice(0, PREPARED_LIST_MAX);
+    for (let i = 0; i < 8; i++) expect((await matching(short)).rows).toHaveLength(PREPARED_LIST_MAX);
+    const join = async () =>
+      (await prepared(db)).filter((s) => s.statement.includes("join unnest")).map((s) => s.generic_plans);
+    const before = await join();
+    expect(before).toHaveLength(1);
+    expect(before[0]).toBeGreaterThan(0);
+    // The long list: the right answer, from a plan of its own; the prepared statement's generic plan did not run.
+    expect((await matching(keys)).rows.map((r) => r.k).sort()).toEqual([...keys].sort());
+    expect(await join()).toEqual(before);
   });
 
   it("prepares none with a bound of 0", async () => {
