@@ -96,4 +96,7 @@ test("npm run bench -- --quick prints a side-by-side table with a ratio per case
   // The feed's lag and the webhook delivery lag, each with every create seen.
   expect(stdout).toMatch(/^feed\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+$/m);
   expect(stdout).toMatch(/^webhook delivery\s+20\s+\S+\s+20\s+20\s+\S+\s+\S+\s+\S+\s+\d+$/m);
-}, 150000);
+  // The variant batches beside their reference, with when each call's events were in the feed.
+  expect(stdout).toMatch(/^POST \.\.\.\/variants \(1000\)\s+[\d.]+\s+[\d.]+\s+\d+\.\d\d\s+[\d.]+$/m);
+  expect(stdout).toMatch(/^POST \.\.\.\/variants\/remove \(1000\)\s+[\d.]+\s+[\d.]+\s+\d+\.\d\d\s+[\d.]+$/m);
+}, 240_000);

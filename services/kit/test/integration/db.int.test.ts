@@ -314,11 +314,13 @@ describe("prepared statements", () => {
     const db = open("svc_a", 1);
     await sql`create table if not exists pair (k text primary key, v text not null)`.execute(db);
     const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`);
-    await sql`insert into pair select k, 'v' || k from unnest(${keys}::text[]) as k on conflict do nothing`.execute(db);
+    await sql`insert into pair select k, 'v' || k from unnest(${keys}::text[]) as k on conflict do nothing`.execute(
+      db,
+    );
     const matching = (ks: string[]) =>
-      sql<{ k: string }>`select p.k from pair p join unnest(${ks}::text[]) as r(k) on r.k = p.k order by p.k`.execute(
-        db,
-      );
+      sql<{
+        k: string;
+      }>`select p.k from pair p join unnest(${ks}::text[]) as r(k) on r.k = p.k order by p.k`.execute(db);
     const short = keys.slice(0, PREPARED_LIST_MAX);
     for (let i = 0; i < 8; i++) expect((await matching(short)).rows).toHaveLength(PREPARED_LIST_MAX);
     const join = async () =>

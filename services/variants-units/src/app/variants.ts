@@ -331,12 +331,13 @@ export async function removeVariants(
         break;
       }
     }
+    // The batches that committed have their claims released, whether a later one failed or not.
+    await releaseRemoved(app, call, t, release);
   } finally {
-    // One wake of the relay for the whole removal: its events travel in one pass.
+    // One wake of the relay for the whole removal, once its claims are released: its events travel in one pass,
+    // which does not take the cores from the release and the answer.
     if (rows.length) app.onCommitted();
   }
-  // The batches that committed have their claims released, whether a later one failed or not.
-  await releaseRemoved(app, call, t, release);
   if (failed) {
     if (failed.n === 1) throw failed.err;
     const done = gtins.filter((g) => removed.has(g));
