@@ -249,7 +249,7 @@ async function removeBatch(
   call: Call,
   t: TenantContext,
   p: PassportView,
-  rows: VariantRow[],
+  rows: { id: string }[],
   n: number,
   countCap: boolean,
 ): Promise<{ removed: string[]; release: Removed[] }> {
@@ -306,7 +306,7 @@ export async function removeVariants(
   if (ctx.credentialKind === "connector") throw connectorRefusal(app, t, p, true);
   checkCategory(p);
   checkEditable(p);
-  const present = new Map((await app.store.variantsByGtins(t, p.id, gtins)).map((r) => [r.gtin, r]));
+  const present = new Map((await app.store.variantIdsByGtins(t, p.id, gtins)).map((r) => [r.gtin, r]));
   const rows = gtins.flatMap((g) => present.get(g) ?? []);
   const destructive = p.status === "published" || p.status === "deactivated";
   const removed = new Set<string>();
@@ -368,8 +368,11 @@ export async function deleteVariant(
   const destructive = p.status === "published" || p.status === "deactivated";
   const gone = await removeBatch(app, call, t, p, [row], 1, destructive);
   if (!gone.removed.length) throw notFound("variant", variantId);
-  app.onCommitted();
-  await releaseRemoved(app, call, t, gone.release);
+  try {
+    await releaseRemoved(app, call, t, gone.release);
+  } finally {
+    app.onCommitted(); // after the release, as a removal does
+  }
 }
 
 /** The GTIN of the `gtin` filter, normalised (invalid_request when it is not a GTIN). */

@@ -199,12 +199,13 @@ export class VariantsUnitsStore {
       .execute();
   }
 
-  variantsByGtins(t: TenantContext, passportId: string, gtins: readonly string[]) {
+  /** The ids of the passport's variants among `gtins` (a removal's rows; their deletes return the rows whole). */
+  variantIdsByGtins(t: TenantContext, passportId: string, gtins: readonly string[]) {
     return this.db
       .selectFrom("variant")
       .where("organization_id", "=", t.organizationId)
       .where("livemode", "=", t.livemode)
-      .selectAll()
+      .select(["id", "gtin"])
       .where("passport_id", "=", passportId)
       .where("gtin", "=", sql<string>`any(${[...gtins]}::text[])`)
       .execute();
