@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "@dpp/contract";
+import type { Logger } from "./logger";
 
 /**
  * How the caller proved who it is: an API key (secret or connector), a person signed in to the review page, or an
@@ -83,6 +84,22 @@ export interface CallOutcome {
 export interface TenantContext extends RequestContext {
   organizationId: string;
   livemode: boolean;
+}
+
+/** What a handler receives besides its request message. */
+export interface CallContext {
+  /** The request context exactly as the caller signed it, with the call's request id: this call's own object. */
+  ctx: RequestContext;
+  /** The verified name of the calling service ("gateway", "admin"). */
+  caller: string;
+  /** The service's logger bound to the call's request id, method and caller (made when first read). */
+  log: Logger;
+  /**
+   * The call's work deadline (ms since epoch; Infinity when the caller set none): the kit's transactions for this
+   * call bound their waits by it and never commit after it (deadline.ts). Work outside the database checks it.
+   */
+  deadline: number;
+  cancelled: () => boolean;
 }
 
 /** The longest identifier the context carries (request id, organization, key, plan, ...). */

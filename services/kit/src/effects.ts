@@ -42,10 +42,9 @@
 import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import { ApiError } from "@dpp/contract";
-import type { RequestContext } from "./context";
+import type { CallContext, RequestContext } from "./context";
 import { queryAside } from "./db";
 import { DeadlineExceeded, outcomeUnknown } from "./deadline";
-import type { CallContext } from "./grpc";
 import { BUSY_RETRY_AFTER_S, IDEMPOTENCY_RETENTION_HOURS, isRecordedFailure } from "./idempotency";
 import { ambients } from "./keyed-work";
 import type { Logger } from "./logger";

@@ -22,7 +22,7 @@ import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2
 import { commonV1, healthV1, rpcStatus } from "@dpp/proto";
 import { ApiError, boundError, isErrorCode, type ErrorCode } from "@dpp/contract";
 import type { Kysely } from "kysely";
-import { requireTenant, type RequestContext } from "./context";
+import { requireTenant, type CallContext, type RequestContext } from "./context";
 import { runIdempotent } from "./idempotency";
 import { failureAfterEffects } from "./effects";
 import { checkClientCall, keyedCallChecks } from "./keyed-work";
@@ -98,22 +98,6 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
     };
   }
   return def;
-}
-
-/** What a handler receives besides its request message. */
-export interface CallContext {
-  /** The request context exactly as the caller signed it, with the call's request id: this call's own object. */
-  ctx: RequestContext;
-  /** The verified name of the calling service ("gateway", "admin"). */
-  caller: string;
-  /** The service's logger bound to the call's request id, method and caller (made when first read). */
-  log: Logger;
-  /**
-   * The call's work deadline (ms since epoch; Infinity when the caller set none): the kit's transactions for this
-   * call bound their waits by it and never commit after it (deadline.ts). Work outside the database checks it.
-   */
-  deadline: number;
-  cancelled: () => boolean;
 }
 
 type UnaryImpl<I extends DescMessage, O extends DescMessage> = (

@@ -43,6 +43,7 @@ export { createLogger, type Logger } from "./logger";
 // The context of a call: tenant, mode, key, plan, Idempotency-Key.
 export {
   requireTenant,
+  type CallContext,
   type CallOutcome,
   type CredentialKind,
   type IdempotencyContext,
@@ -58,7 +59,6 @@ export { assertLiveWriteAllowed, liveWriteRefusal } from "./plan-rules";
 export {
   createClient,
   safeToRepeat,
-  type CallContext,
   type CallOptions,
   type ClientOf,
   type ClientOptions,

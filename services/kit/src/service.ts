@@ -48,10 +48,10 @@ import {
   CALL_RETRY_DEFAULTS,
   createClient,
   DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS_DEFAULT,
-  type CallContext,
   type PromiseClient,
   type ServiceImpl,
 } from "./grpc";
+import type { CallContext } from "./context";
 import {
   createContextSigner,
   createContextVerifier,

@@ -28,7 +28,7 @@ import {
 } from "./internal-auth";
 import type { SignedContext } from "./context";
 import { newTenant, type Tenant } from "./testing-contexts";
-import { editToken, metadataOf, rawUnaryCall, type RawOutcome } from "./testing";
+import { editToken, metadataOf, rawUnaryCall, type RawOutcome } from "./testing-calls";
 
 /** One method probed, with the request it is sent (built when the test runs, after beforeAll). */
 export interface TrustBoundaryCall<T extends GenServiceMethods> {

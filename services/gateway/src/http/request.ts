@@ -4,7 +4,7 @@
  * typed fields; a service checks what needs its data.
  */
 import { ApiError, invalidParameter, pointerToken, validationFailed, type Issue } from "@dpp/contract";
-import type { Conditional } from "./route";
+import type { Conditional } from "./middleware/locals";
 
 /** A single-valued query parameter ("" when absent); repeating it is refused. */
 export function single(query: Record<string, unknown>, name: string): string {

@@ -9,7 +9,7 @@ import type { RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../modules/identity/authenticator";
 import type { KeyRecord } from "../modules/identity/identity.repository";
 import type { Scope } from "../modules/identity/keys";
-import type { RequestLocals } from "./middleware/locals";
+import type { Conditional, RequestLocals } from "./middleware/locals";
 
 export type AuthMode =
   /** no credential looked at */
@@ -67,14 +67,6 @@ export interface RouteSpec {
 
 /** A query parameter of an operation: given at most once, or repeated for several values (`type=a&type=b`). */
 export type QueryParameter = "single" | "repeatable";
-
-/**
- * Expected-Version of a `conditional` route, syntax already checked. If-Match (only `*`) is checked and asks
- * nothing more: every conditional operation needs the passport to exist.
- */
-export interface Conditional {
-  expectedVersion?: number;
-}
 
 /** What a handler is given: the request as parsed and checked by the middleware chain. */
 export interface HandlerInput {

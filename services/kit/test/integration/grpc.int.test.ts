@@ -13,10 +13,10 @@ import {
   fromServiceError,
   serviceDefinition,
   WORK_DEADLINE_METADATA_KEY,
-  type CallContext,
   type ClientOf,
   type ImplOf,
 } from "../../src/grpc";
+import type { CallContext } from "../../src/context";
 import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
 import { createLogger } from "../../src/logger";
 import type { RequestContext } from "../../src/context";

@@ -14,11 +14,10 @@ import {
   createHealthClient,
   fromServiceError,
   serviceDefinition,
-  type CallContext,
   type ImplOf,
 } from "../../src/grpc";
 import { startGrpcServer, type GrpcServerHandle } from "../../src/server";
-import type { RequestContext } from "../../src/context";
+import type { CallContext, RequestContext } from "../../src/context";
 import { createDb } from "../../src/db";
 import { migrateIdempotency } from "../../src/idempotency";
 import { createTestDatabase, type TestDatabase } from "../../src/testing";

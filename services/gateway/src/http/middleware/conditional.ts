@@ -1,5 +1,6 @@
 import { ApiError } from "@dpp/contract";
-import type { Conditional, RouteSpec, Step } from "../route";
+import type { RouteSpec, Step } from "../route";
+import type { Conditional } from "./locals";
 import { headerFacts } from "./inputs";
 
 const bad = (header: string, rule: string, message: string) =>

@@ -7,7 +7,14 @@ import { randomHex } from "@dpp/contract";
 import type { IdempotencyContext, RequestContext } from "@dpp/kit";
 import type { OrganizationAccess } from "../../modules/identity/authenticator";
 import type { AuthorityTokenRecord, KeyRecord } from "../../modules/identity/identity.repository";
-import type { Conditional } from "../route";
+
+/**
+ * Expected-Version of a `conditional` route, syntax already checked. If-Match (only `*`) is checked and asks
+ * nothing more: every conditional operation needs the passport to exist.
+ */
+export interface Conditional {
+  expectedVersion?: number;
+}
 
 export interface Locals {
   requestId: string;
