@@ -7,7 +7,7 @@ export const webhooksEnv = {
   EVENTS_ADDR: address.default("127.0.0.1:50052"),
   /** How often each replica's delivery worker leases due endpoints. */
   WEBHOOKS_POLL_INTERVAL_MS: positiveInt(100),
-  /** An endpoint with nothing to deliver is read again after this long. */
+  /** An endpoint whose run found nothing to deliver is read again after this long (one that delivered: next pass). */
   WEBHOOKS_IDLE_MS: positiveInt(200),
   /** How long a worker holds an endpoint; a worker that died gives it up after this. */
   WEBHOOKS_LEASE_MS: positiveInt(60_000),

@@ -30,7 +30,8 @@ export interface WorkerOptions {
   concurrency: number;
   /** Events read from the feed per run of an endpoint. */
   batch: number;
-  /** An endpoint with nothing to deliver is looked at again after this long. */
+  /** An endpoint whose run found nothing to deliver is looked at again after this long (one that delivered
+   * something is leased again on the next pass). */
   idleMs: number;
   /** Accepted events whose position is moved in one statement, at most ... */
   flushEvery?: number;
@@ -227,6 +228,8 @@ export class DeliveryWorker {
     if (!(await flush())) return;
     // Every matching event up to the head was delivered.
     progress.caughtUp = !feed.hasMore;
-    await this.store.release(this.owner, e, feed.hasMore ? 0 : this.o.idleMs);
+    // An endpoint that had events is looked at again on the next pass: its feed is busy, and what came while this
+    // run delivered should not wait the idle interval too. One that had none waits it (an idle endpoint is cheap).
+    await this.store.release(this.owner, e, feed.entries.length > 0 ? 0 : this.o.idleMs);
   }
 }
