@@ -49,11 +49,17 @@ interface Globals {
   org?: string;
 }
 
+/** Waits `ms`, or less if the signal aborts; leaves no listener on the signal either way (tail waits thousands of times). */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 
 function parseJson(text: string, what: string): Record<string, unknown> {

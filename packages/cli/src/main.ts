@@ -10,6 +10,14 @@ for (const sig of ["SIGINT", "SIGTERM"] as const)
     controller.abort();
   });
 
+// A reader that went away (`dpp events tail | head -n 1`) ends the command quietly, as other command-line tools
+// do, instead of an unhandled EPIPE: tail and listen stop, their cursor already saved.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code !== "EPIPE") throw err;
+  controller.abort();
+  process.exit(process.exitCode ?? 0);
+});
+
 const readStdin = async () => {
   const parts: Buffer[] = [];
   for await (const c of process.stdin) parts.push(c as Buffer);

@@ -3,7 +3,8 @@
  * capabilities a server may not have yet (imports, webhooks), and what is the same on every server
  * (exit codes, settings, output). The packed CLI against the whole stack: test-e2e/pack.e2e.test.ts.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { getEventListeners } from "node:events";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -102,14 +103,18 @@ const freePort = () =>
     });
   });
 
-async function cli(argv: string[], env: Record<string, string> = {}, until?: (out: string[]) => boolean) {
+async function cli(
+  argv: string[],
+  env: Record<string, string> = {},
+  until?: (out: string[], signal: AbortSignal) => boolean,
+) {
   const out: string[] = [];
   const err: string[] = [];
   const controller = new AbortController();
   const io: Io = {
     out: (t) => {
       out.push(t);
-      if (until?.(out)) controller.abort();
+      if (until?.(out, controller.signal)) controller.abort();
     },
     err: (t) => err.push(t),
     stdoutIsTTY: false,
@@ -336,6 +341,85 @@ describe("dpp webhooks listen", () => {
     });
     expect(r.err).toMatch(/rejected POST \/: /);
     expect(r.out).not.toContain("msg_bad");
+  });
+});
+
+describe("dpp events tail", () => {
+  const event = (n: number) => ({
+    object: "event",
+    id: `evt_${n}`,
+    name: `organizations/org_1/events/evt_${n}`,
+    organization_id: "org_1",
+    type: "passport.created",
+    livemode: false,
+    created_at: "2026-01-01T00:00:00.000Z",
+    related: { object: "passport", id: `pp_${n}`, category: "textile", status: "draft", version: 1 },
+  });
+
+  it("prints each new event as it comes, reads on from its cursor, and leaves nothing behind per wait", async () => {
+    // One new event per read of the feed: the tail waits --interval between reads, hundreds of times an hour.
+    let reads = 0;
+    const cursors: (string | null)[] = [];
+    handler = (req) => {
+      if (req.url.endsWith("/whoami")) return { status: 200, body: whoami };
+      const u = new URL(req.url, base);
+      cursors.push(u.searchParams.get("cursor"));
+      reads++;
+      return {
+        status: 200,
+        body: { object: "list", data: [event(reads)], has_more: false, next_cursor: `c${reads}` },
+      };
+    };
+    let listeners = -1;
+    const r = await cli(["events", "tail", "--interval", "1"], {}, (out, signal) => {
+      if (out.length < 40) return false;
+      listeners = getEventListeners(signal, "abort").length;
+      return true;
+    });
+    expect(r.code).toBe(EXIT.ok);
+    expect(
+      r.out
+        .split("\n")
+        .slice(0, 3)
+        .map((l) => l.split(/\s+/)[2]),
+    ).toEqual(["pp_1", "pp_2", "pp_3"]);
+    expect(cursors.slice(0, 3)).toEqual([null, "c1", "c2"]);
+    // A wait that ended leaves no listener on the command's signal (else: a leak and Node's
+    // MaxListenersExceededWarning after ten waits).
+    expect(listeners).toBe(0);
+  });
+
+  it("ends quietly, exit 0, when the reader of its output goes away (| head -n 1)", async () => {
+    let reads = 0;
+    handler = (req) => {
+      if (req.url.endsWith("/whoami")) return { status: 200, body: whoami };
+      reads++;
+      return {
+        status: 200,
+        body: { object: "list", data: [event(reads)], has_more: false, next_cursor: `c${reads}` },
+      };
+    };
+    // As its own process, its standard output a pipe that `head` closes after the first line (asynchronously:
+    // the scripted server answers from this process).
+    const main = path.join(__dirname, "..", "src", "main.ts");
+    const child = spawn(
+      "bash",
+      [
+        "-c",
+        `set -o pipefail; "${process.execPath}" --import tsx "${main}" events tail --interval 5 | head -n 1`,
+      ],
+      { env: { ...process.env, DPP_API_KEY: "k", DPP_BASE_URL: base, DPP_CONFIG_DIR: dir } },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    clearTimeout(timer);
+    expect(stdout).toContain("pp_1");
+    expect(stderr).not.toContain("EPIPE");
+    expect(status).toBe(0);
   });
 });
 

@@ -93,18 +93,19 @@ function isNetworkFailure(err: unknown): boolean {
   return err instanceof TypeError || name === "AbortError" || name === "TimeoutError";
 }
 
+/** Waits `ms` before a retry, or rejects when the signal aborts; leaves no listener on a long-lived signal. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (ms <= 0) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", aborted);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", aborted, { once: true });
   });
 
 export class Transport {

@@ -3,6 +3,7 @@
  * (the whole stack is exercised by the e2e suite, test-e2e/sdk.e2e.test.ts): retries and their
  * Idempotency-Keys, typed errors, iterators, timeouts, headers.
  */
+import { getEventListeners } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
@@ -137,6 +138,24 @@ describe("retries", () => {
     });
     expect(p.lastResponse.requestId).toMatch(/^req_/);
     expect(Object.keys(p)).not.toContain("lastResponse");
+  });
+
+  it("leaves no listener on the caller's signal after the waits between its retries", async () => {
+    const outage = {
+      status: 500,
+      body: envelope("internal_error", 500, { reason: "upstream_timeout", service: "passport" }),
+    };
+    script = [outage, outage, outage, { status: 201, body: passport() }];
+    // One signal for the life of an integration (a worker's shutdown signal), given to every call.
+    const shutdown = new AbortController();
+    const p = await client()
+      .organization("org_1")
+      .passports.create(
+        { category: "textile", data: { product_name: "Shirt" } },
+        { signal: shutdown.signal },
+      );
+    expect(p.lastResponse.attempts).toBe(4);
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
   });
 
   it("retries a recorded 5xx under a new key, and an upstream outage under the same one", async () => {
