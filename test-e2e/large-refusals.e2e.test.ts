@@ -174,5 +174,5 @@ it("counts every issue when it lists the first 100: strings the edge refuses, an
   expect(e2.details.issues[0].source.pointer).toBe("/colour");
   expect(e2.details.issues[1].source.pointer).toBe("/data/unknown_0");
   expect([e2.details.issues_truncated, e2.details.total_issues]).toEqual([true, 401]);
-  expect(e2.message).toBe("The request body failed validation (401 issues at /colour).");
+  expect(e2.message).toBe("The request body failed validation (401 issues, the first at /colour).");
 });

@@ -165,7 +165,7 @@ describe("passports", () => {
       ["/external_id", "type"],
       ["/data/nope", "unknown_field"],
     ]);
-    expect(e.message).toBe("The request body failed validation (3 issues at /extra).");
+    expect(e.message).toBe("The request body failed validation (3 issues, the first at /extra).");
   });
 
   it("refuses a live write the plan does not allow before looking at the body", async () => {

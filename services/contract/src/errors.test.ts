@@ -187,7 +187,7 @@ describe("validationFailed", () => {
     const issues: Issue[] = [{ source: { pointer: "/a" }, rule: "nul_character" }];
     const err = validationFailed(issues, undefined, 150);
     expect(err.details).toEqual({ issues, issues_truncated: true, total_issues: 150 });
-    expect(err.message).toBe("The request body failed validation (150 issues at /a).");
+    expect(err.message).toBe("The request body failed validation (150 issues, the first at /a).");
   });
 });
 
@@ -260,7 +260,7 @@ describe("boundError", () => {
     expect(err.details.issues).toEqual(issues.slice(0, ERROR_LIMITS.issues));
     expect(err.details.issues_truncated).toBe(true);
     expect(err.details.total_issues).toBe(400);
-    expect(err.message).toBe("The request body failed validation (400 issues at /data/field_0).");
+    expect(err.message).toBe("The request body failed validation (400 issues, the first at /data/field_0).");
   });
 
   it("cuts a deep pointer of long names at a token boundary to at most 1000 characters", () => {

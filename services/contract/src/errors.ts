@@ -155,7 +155,8 @@ export class ApiError extends Error {
  */
 export function validationFailed(issues: Issue[], message?: string, total = issues.length): ApiError {
   const first = issues[0];
-  const where = first && "pointer" in first.source ? ` at ${first.source.pointer || "/"}` : "";
+  const at = first && "pointer" in first.source ? first.source.pointer || "/" : undefined;
+  const where = at === undefined ? "" : total === 1 ? ` at ${at}` : `, the first at ${at}`;
   return new ApiError(
     "validation_failed",
     message ?? `The request body failed validation (${total} issue${total === 1 ? "" : "s"}${where}).`,

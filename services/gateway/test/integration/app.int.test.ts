@@ -776,7 +776,7 @@ describe("typed requests: the edge checks the syntax, the service the rest", () 
       issue("/external_id", "type", "external_id must be a string."),
       issue("/data", "type", "data must be an object."),
     ]);
-    expect(e.message).toBe("The request body failed validation (5 issues at /extra).");
+    expect(e.message).toBe("The request body failed validation (5 issues, the first at /extra).");
     // The service was asked to check what passed the edge, and to write nothing.
     expect(calls.map((c) => c.req)).toEqual([{ category: "spaceship", dataJson: "", validateOnly: true }]);
   });
