@@ -236,9 +236,26 @@ function failedRow(r: SdkRowResult, line: number | null): FailedRow {
     external_id: r.external_id,
     category: r.input.category,
     code: r.error?.code ?? "",
-    detail: r.error?.detail ?? "",
+    detail: r.error ? detailOf(r.error) : "",
     job_id: r.job_id,
   };
+}
+
+/**
+ * What to fix in a failed row: each issue of the error with the column (or key) it names, "gtin: A GTIN has 8, 12,
+ * 13 or 14 digits and nothing else.", since the error's detail alone says only how many issues there were; the
+ * detail when the error lists none.
+ */
+export function detailOf(error: { detail: string; details?: Record<string, unknown> }): string {
+  const issues = Array.isArray(error.details?.issues) ? (error.details.issues as unknown[]) : [];
+  const said = issues.flatMap((i) => {
+    const { source, message } = (i ?? {}) as { source?: { pointer?: unknown }; message?: unknown };
+    if (typeof message !== "string" || !message) return [];
+    const pointer = typeof source?.pointer === "string" ? source.pointer : "";
+    const where = pointer.replace(/^\/data\//, "").replace(/^\//, "");
+    return [where ? `${where}: ${message}` : message];
+  });
+  return said.length ? said.join("; ") : error.detail;
 }
 
 /** The failed-rows file of `file`: `<name>.failed.csv` in the same folder. */

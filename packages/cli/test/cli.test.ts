@@ -241,7 +241,19 @@ describe("dpp import", () => {
                       external_id: "A-2",
                       status: "failed",
                       passport_id: null,
-                      error: { code: "validation_failed", detail: "gtin" },
+                      error: {
+                        code: "validation_failed",
+                        detail: "The request body failed validation (1 issue at /data/gtin).",
+                        details: {
+                          issues: [
+                            {
+                              source: { pointer: "/data/gtin" },
+                              rule: "pattern",
+                              message: "A GTIN has 8, 12, 13 or 14 digits and nothing else.",
+                            },
+                          ],
+                        },
+                      },
                     },
                   ],
                   has_more: false,
@@ -266,9 +278,13 @@ describe("dpp import", () => {
       ],
     });
     expect(r.out).toContain("2 rows in 1 jobs: 1 succeeded, 1 failed");
-    expect(r.out).toMatch(/imp_1\s+│\s+3\s+│\s+A-2\s+│\s+validation_failed gtin/);
+    // Each failed row says what to fix, in the column it names (not only how many issues it had).
+    expect(r.out).toMatch(
+      /imp_1\s+│\s+3\s+│\s+A-2\s+│\s+validation_failed gtin: A GTIN has 8, 12, 13 or 14 digits and nothing else\./,
+    );
     expect(fs.readFileSync(path.join(dir, "rows.failed.csv"), "utf8")).toBe(
-      "line,external_id,category,error_code,error_detail,job_id\n3,A-2,textile,validation_failed,gtin,imp_1\n",
+      "line,external_id,category,error_code,error_detail,job_id\n" +
+        '3,A-2,textile,validation_failed,"gtin: A GTIN has 8, 12, 13 or 14 digits and nothing else.",imp_1\n',
     );
   });
 });
