@@ -25,6 +25,7 @@ import path from "node:path";
 import type { Credentials } from "./demo";
 import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 import { startPortalSimulator, type PortalSimulatorRun } from "./portal-simulator";
+import { onStopSignal } from "./signals";
 import { portsFromEnv, publicPortFromEnv, replicasFromEnv } from "./ports";
 import {
   buildBundles,
@@ -154,8 +155,7 @@ async function main() {
     console.log("Stopped.");
     process.exit(code);
   };
-  process.on("SIGINT", () => void shutdown(0));
-  process.on("SIGTERM", () => void shutdown(0));
+  onStopSignal(() => void shutdown(0));
 
   try {
     writeStackFile({ database_url: databaseUrl });
