@@ -372,20 +372,24 @@ describe("dpp events tail", () => {
     related: { object: "passport", id: `pp_${n}`, category: "textile", status: "draft", version: 1 },
   });
 
-  it("prints each new event as it comes, reads on from its cursor, and leaves nothing behind per wait", async () => {
-    // One new event per read of the feed: the tail waits --interval between reads, hundreds of times an hour.
+  /** One new event per read of the feed; `cursors` gets the cursor each read was given. */
+  const oneEventPerRead = (cursors: (string | null)[] = []): Handler => {
     let reads = 0;
-    const cursors: (string | null)[] = [];
-    handler = (req) => {
+    return (req) => {
       if (req.url.endsWith("/whoami")) return { status: 200, body: whoami };
-      const u = new URL(req.url, base);
-      cursors.push(u.searchParams.get("cursor"));
+      cursors.push(new URL(req.url, base).searchParams.get("cursor"));
       reads++;
       return {
         status: 200,
         body: { object: "list", data: [event(reads)], has_more: false, next_cursor: `c${reads}` },
       };
     };
+  };
+
+  it("prints each new event as it comes, reads on from its cursor, and leaves nothing behind per wait", async () => {
+    // The tail waits --interval between reads of the feed, hundreds of times an hour.
+    const cursors: (string | null)[] = [];
+    handler = oneEventPerRead(cursors);
     let listeners = -1;
     const r = await cli(["events", "tail", "--interval", "1"], {}, (out, signal) => {
       if (out.length < 40) return false;
@@ -406,15 +410,7 @@ describe("dpp events tail", () => {
   });
 
   it("ends quietly, exit 0, when the reader of its output goes away (| head -n 1)", async () => {
-    let reads = 0;
-    handler = (req) => {
-      if (req.url.endsWith("/whoami")) return { status: 200, body: whoami };
-      reads++;
-      return {
-        status: 200,
-        body: { object: "list", data: [event(reads)], has_more: false, next_cursor: `c${reads}` },
-      };
-    };
+    handler = oneEventPerRead();
     // As its own process, its standard output a pipe that `head` closes after the first line (asynchronously:
     // the scripted server answers from this process).
     const main = path.join(__dirname, "..", "src", "main.ts");
