@@ -98,8 +98,11 @@ describe("startLeaderJob", () => {
     const { log } = capturingLog();
     const a = track(startLeaderJob({ name: "t:leader", intervalMs: 60_000, lock: db, log, run }));
     await eventually(async () => (inside === 1 ? true : undefined), 2000, 10);
-    // a's first pass holds the lock: another instance's pass is skipped, not queued.
-    const b = track(startLeaderJob({ name: "t:leader", intervalMs: 60_000, lock: db, log, run }));
+    // a's first pass holds the lock: another instance's pass is skipped, not queued. b runs no pass of its own
+    // (its first is a minute away): a pass of b's timer after the release would hold the lock when a runs again.
+    const b = track(
+      startLeaderJob({ name: "t:leader", intervalMs: 60_000, firstRunDelayMs: 60_000, lock: db, log, run }),
+    );
     expect(await b.runOnce()).toEqual({ ran: false, reason: "lock_not_held" });
     expect(await withLeaderLock(db, "t:leader", async () => "ran")).toBeUndefined();
     release();

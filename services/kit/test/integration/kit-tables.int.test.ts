@@ -73,13 +73,15 @@ async function triggers(schema: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-const KIT_TABLES = ["idempotency", "idempotency_effect", "outbox"];
+const KIT_TABLES = ["idempotency", "idempotency_effect", "outbox", "outbox_stage"];
+const KIT_TRIGGERS = ["outbox_commit_order", "outbox_stage_commit"];
 const KIT_FUNCTIONS = [
   "kit_idempotency_claim",
   "kit_idempotency_open",
   "kit_idempotency_record",
   "outbox_commit_order",
   "outbox_settled",
+  "outbox_stage_commit",
 ];
 const sorted = (names: readonly string[]) => [...names].sort();
 
@@ -101,7 +103,7 @@ describe("migrateService", () => {
       expect.arrayContaining([...KIT_TABLES, "item", "kit_outbox_migration", "kit_idempotency_migration"]),
     );
     expect(await functions(schema)).toEqual(KIT_FUNCTIONS);
-    expect(await triggers(schema)).toEqual(["outbox_commit_order"]);
+    expect(await triggers(schema)).toEqual(KIT_TRIGGERS);
     expect(await applied(schema, "kit_outbox_migration")).toEqual(sorted(Object.keys(outboxMigrations)));
     expect(await applied(schema, "kit_idempotency_migration")).toEqual(
       sorted(Object.keys(idempotencyMigrations)),
@@ -109,7 +111,7 @@ describe("migrateService", () => {
 
     // A second run changes nothing.
     await migrate(schema, migrations);
-    expect(await triggers(schema)).toEqual(["outbox_commit_order"]);
+    expect(await triggers(schema)).toEqual(KIT_TRIGGERS);
   });
 
   it("keeps the tables, their rows and the migration history of a database whose service migration made them", async () => {
@@ -151,7 +153,7 @@ describe("migrateService", () => {
       sorted(Object.keys(idempotencyMigrations)),
     );
     expect(await applied(schema, "kysely_migration")).toEqual(["0001_init"]);
-    expect(await triggers(schema)).toEqual(["outbox_commit_order"]);
+    expect(await triggers(schema)).toEqual(KIT_TRIGGERS);
     const kept = await sql<{ n: number }>`
       select (select count(*) from ${sql.table(`${schema}.outbox`)} where event_id = 'ev_kept')::int
         + (select count(*) from ${sql.table(`${schema}.idempotency`)} where idempotency_key = 'k-kept')::int as n`.execute(
@@ -172,7 +174,7 @@ describe("migrateService", () => {
       },
     });
     expect(await tables(schema)).toEqual(expect.arrayContaining(KIT_TABLES));
-    expect(await triggers(schema)).toEqual(["outbox_commit_order"]);
+    expect(await triggers(schema)).toEqual(KIT_TRIGGERS);
     expect(await functions(schema)).toEqual(KIT_FUNCTIONS);
   });
 

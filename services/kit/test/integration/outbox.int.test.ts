@@ -14,6 +14,7 @@ import {
   outboxInsert,
   outboxSettled,
   writeOutbox,
+  writeOutboxMany,
   type WithOutbox,
 } from "../../src/outbox";
 import { backoffMs } from "../../src/jobs";
@@ -439,6 +440,96 @@ describe("outbox", () => {
     await slowCommit;
     expect(await r.drain()).toBe(2);
     expect(await onBus([slow.id, after.id, other.id])).toEqual([other.id, slow.id, after.id]);
+  });
+
+  it("writes a batch as rows numbered at commit in its order, among the transaction's other events, each relayed once", async () => {
+    const { db, schema } = await scratch("batch");
+    const before = event("org_batch");
+    const batch = [event("org_batch"), event("org_batch_b"), event("org_batch"), event("org_batch_b")];
+    const after = event("org_batch");
+    await db.transaction().execute(async (trx) => {
+      await writeOutbox(trx, before);
+      await writeOutboxMany(trx, batch);
+      // Not in the outbox before the commit: the batch is staged.
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from outbox`.execute(trx);
+      expect(rows[0]!.n).toBe(1);
+      await writeOutbox(trx, after);
+    });
+    const written = [before, ...batch, after].map((e) => e.id);
+    const rows = await outboxRows(schema);
+    const byOrd = [...rows].sort((a, b) => a.ord - b.ord);
+    expect(byOrd.map((r) => r.event_id)).toEqual(written);
+    expect(new Set(rows.map((r) => r.ord)).size).toBe(6);
+    const payloads = await admin.query<{ payload: DomainEvent }>(
+      `select payload from ${schema}.outbox where event_id = $1`,
+      [batch[1]!.id],
+    );
+    expect(payloads.rows[0]!.payload).toEqual(batch[1]);
+    const staged = await admin.query(`select 1 from ${schema}.outbox_stage`);
+    expect(staged.rowCount).toBe(0);
+    expect(await relay(db, schema).drain()).toBe(6);
+    expect(await onBus(written)).toEqual(written);
+    expect(await relay(db, schema).drain()).toBe(0);
+  });
+
+  it("leaves nothing of a batch whose transaction rolls back: no outbox row, no staged row", async () => {
+    const { db, schema } = await scratch("batchrb");
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await writeOutboxMany(trx, [event(), event()]);
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await outboxRows(schema)).toEqual([]);
+    expect((await admin.query(`select 1 from ${schema}.outbox_stage`)).rowCount).toBe(0);
+  });
+
+  it("numbers a batch at its commit: an open batch holds no other writer back, and is relayed after a row that committed first", async () => {
+    const { db, schema } = await scratch("batchorder");
+    const batch = [event("org_bo"), event("org_bo")];
+    const single = event("org_bo");
+    const open = await db.startTransaction().execute();
+    try {
+      await writeOutboxMany(open, batch);
+      await writeCommitted(db, single);
+      await open.commit().execute();
+    } catch (err) {
+      await open.rollback().execute();
+      throw err;
+    }
+    expect(await relay(db, schema).drain()).toBe(3);
+    const ids = [single, ...batch].map((e) => e.id);
+    expect(await onBus(ids)).toEqual(ids);
+  });
+
+  it("holds an organization's later rows back while a batch of it is still committing", async () => {
+    const { db, schema } = await scratch("batchslow");
+    // The batch's commit takes 600 ms after its rows were numbered: a second deferred trigger on the stage, fired
+    // after outbox_stage_commit (name order), sleeps.
+    await admin.query(`
+      create function ${schema}.slow_stage() returns trigger language plpgsql as $$
+      begin perform pg_sleep(0.6); return null; end $$;
+      create constraint trigger outbox_stage_zz_slow after insert on ${schema}.outbox_stage
+        deferrable initially deferred for each row execute function ${schema}.slow_stage()`);
+    const batch = [event("org_bslow"), event("org_bslow")];
+    const after = event("org_bslow");
+    const other = event("org_bother");
+    const slowCommit = db.transaction().execute((trx) => writeOutboxMany(trx, batch));
+    await eventually(async () => {
+      const { rows } = await admin.query(
+        "select 1 from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    await writeCommitted(db, after);
+    await writeCommitted(db, other);
+    const r = relay(db, schema, realBus, { settleTimeoutMs: 50 });
+    const ids = [...batch, after, other].map((e) => e.id);
+    expect(await r.drain()).toBe(1);
+    expect(await onBus(ids)).toEqual([other.id]);
+    await slowCommit;
+    expect(await r.drain()).toBe(3);
+    expect(await onBus(ids)).toEqual([other.id, batch[0]!.id, batch[1]!.id, after.id]);
   });
 
   it("never leaves an organization's lock held after its barrier, even when the wait times out as the lock is granted", async () => {

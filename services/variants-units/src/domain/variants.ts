@@ -26,29 +26,44 @@ export interface NormalizedVariant {
   pairKey: string;
 }
 
-const codePoints = (s: string) => [...s].length;
+/** Whether `s` has more than `max` code points (a string of at most `max` UTF-16 units never has). */
+function longerThan(s: string, max: number): boolean {
+  if (s.length <= max) return false;
+  let n = 0;
+  for (const _ of s) if (++n > max) return true;
+  return false;
+}
 
-/** The key of a size/colour pair, compared case-insensitively (absent and present members never collide). */
+/**
+ * The key of a size/colour pair, compared case-insensitively (absent and present members never collide). Lower
+ * case is Unicode's default case mapping, the same for every locale (`toLowerCase`, which is what
+ * `toLocaleLowerCase("und")` answers too, at a fraction of its cost): keys stored before and after agree.
+ */
 export function pairKey(size: string | null, colour: string | null): string {
-  const part = (s: string | null) => (s === null ? "-" : `=${s.toLocaleLowerCase("und")}`);
+  const part = (s: string | null) => (s === null ? "-" : `=${s.toLowerCase()}`);
   return `${part(size)}\u0001${part(colour)}`;
 }
 
+/** A trimmed label, null when absent, undefined (with its issue) when refused; the pointer made only then. */
 function label(
   value: string | undefined,
-  pointer: string,
+  pointer: () => string,
   name: string,
   issues: Issue[],
 ): string | null | undefined {
   if (value === undefined) return null;
   const t = value.trim();
   if (t.length === 0) {
-    issues.push({ source: { pointer }, rule: "min_length", message: `${name} is empty after trimming.` });
+    issues.push({
+      source: { pointer: pointer() },
+      rule: "min_length",
+      message: `${name} is empty after trimming.`,
+    });
     return undefined;
   }
-  if (codePoints(t) > LABEL_MAX_CODE_POINTS) {
+  if (longerThan(t, LABEL_MAX_CODE_POINTS)) {
     issues.push({
-      source: { pointer },
+      source: { pointer: pointer() },
       rule: "max_length",
       message: `${name} has more than ${LABEL_MAX_CODE_POINTS} characters after trimming.`,
     });
@@ -57,12 +72,16 @@ function label(
   return t;
 }
 
-/** The GTIN's issue (undefined when it is valid). */
-export function gtinIssue(raw: string, pointer: string): Issue | undefined {
-  if (normalizeGtin(raw)) return undefined;
+/** The issue of a GTIN that normalizeGtin refused. */
+function refusedGtin(raw: string, pointer: string): Issue {
   return hasGtinShape(raw)
     ? { source: { pointer }, rule: "gtin_check_digit", message: `GTIN ${raw} has a wrong check digit.` }
     : { source: { pointer }, rule: "gtin", message: "A GTIN has 8, 12, 13 or 14 digits." };
+}
+
+/** The GTIN's issue (undefined when it is valid). */
+export function gtinIssue(raw: string, pointer: string): Issue | undefined {
+  return normalizeGtin(raw) ? undefined : refusedGtin(raw, pointer);
 }
 
 /** Validates and normalises a create batch; validation_failed lists a pointer per offending item. */
@@ -80,14 +99,14 @@ export function normalizeVariantBatch(items: readonly VariantInput[]): Normalize
   const pairs = new Map<string, number>();
   const out = items.map((v, i) => {
     const at = `/variants/${i}`;
-    const bad = gtinIssue(v.gtin, `${at}/gtin`);
-    if (bad) issues.push(bad);
-    const gtin = normalizeGtin(v.gtin) ?? v.gtin;
-    const size = label(v.size, `${at}/size`, "size", issues);
-    const colour = label(v.colour, `${at}/colour`, "colour", issues);
+    const normalized = normalizeGtin(v.gtin);
+    if (!normalized) issues.push(refusedGtin(v.gtin, `${at}/gtin`));
+    const gtin = normalized ?? v.gtin;
+    const size = label(v.size, () => `${at}/size`, "size", issues);
+    const colour = label(v.colour, () => `${at}/colour`, "colour", issues);
     if (v.size === undefined && v.colour === undefined)
       issues.push({ source: { pointer: at }, rule: "size_or_colour", message: "Give size, colour or both." });
-    if (!bad) {
+    if (normalized) {
       const first = gtins.get(gtin);
       if (first !== undefined)
         issues.push({

@@ -119,15 +119,26 @@ export class VariantsUnitsStore {
   ): Promise<VariantRow[]> {
     return transaction(this.db, ctx, async (trx) => {
       await this.moveTally(trx, t, passportId, "variant_count", rows.length, limit);
+      // The batch as one JSON parameter, parsed once by Postgres (no per-element quoting of eight array parameters).
+      const batch = JSON.stringify(
+        rows.map((r) => ({
+          id: r.id,
+          gtin: r.gtin,
+          size: r.size,
+          colour: r.colour,
+          pair_key: r.pair_key,
+          agent_key_id: r.agent?.keyId ?? null,
+          agent_key_name: r.agent?.keyName ?? null,
+          agent_source_class: r.agent?.sourceClass ?? null,
+        })),
+      );
       const inserted = await sql<VariantRow>`
         insert into variant (id, organization_id, livemode, passport_id, gtin, size, colour, pair_key,
           agent_key_id, agent_key_name, agent_at, agent_source_class)
         select v.id, ${t.organizationId}, ${t.livemode}, ${passportId}, v.gtin, v.size, v.colour, v.pair_key,
           v.agent_key_id, v.agent_key_name, case when v.agent_key_id is null then null else now() end, v.agent_source_class
-        from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.gtin)}::text[],
-          ${rows.map((r) => r.size)}::text[], ${rows.map((r) => r.colour)}::text[], ${rows.map((r) => r.pair_key)}::text[],
-          ${rows.map((r) => r.agent?.keyId ?? null)}::text[], ${rows.map((r) => r.agent?.keyName ?? null)}::text[],
-          ${rows.map((r) => r.agent?.sourceClass ?? null)}::text[]) with ordinality
+        from rows from (jsonb_to_recordset(${batch}::jsonb) as (id text, gtin text, size text, colour text,
+          pair_key text, agent_key_id text, agent_key_name text, agent_source_class text)) with ordinality
           as v(id, gtin, size, colour, pair_key, agent_key_id, agent_key_name, agent_source_class, n)
         order by v.n
         returning *`.execute(trx);
