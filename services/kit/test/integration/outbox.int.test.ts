@@ -106,6 +106,16 @@ async function outboxRows(
   return rows.map((r) => ({ ...r, id: Number(r.id), ord: Number(r.ord) }));
 }
 
+/** Until a commit holds an organization's commit-order lock (taken in share mode while it numbers its rows). */
+async function untilACommitHoldsItsLock(): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await admin.query(
+      "select 1 from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
+    );
+    return rows.length > 0 ? true : undefined;
+  });
+}
+
 const deliveredIds = (ids: string[]) =>
   delivered.map((m) => (JSON.parse(m.value) as DomainEvent).id).filter((id) => ids.includes(id));
 
@@ -425,12 +435,7 @@ describe("outbox", () => {
     const after = event("org_slow");
     const other = event("org_other");
     const slowCommit = writeCommitted(db, slow);
-    await eventually(async () => {
-      const { rows } = await admin.query(
-        "select 1 from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
-      );
-      return rows.length > 0 ? true : undefined;
-    });
+    await untilACommitHoldsItsLock();
     // Numbered after the slow row, committed before it ends.
     await writeCommitted(db, after);
     await writeCommitted(db, other);
@@ -515,12 +520,7 @@ describe("outbox", () => {
     const after = event("org_bslow");
     const other = event("org_bother");
     const slowCommit = db.transaction().execute((trx) => writeOutboxMany(trx, batch));
-    await eventually(async () => {
-      const { rows } = await admin.query(
-        "select 1 from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
-      );
-      return rows.length > 0 ? true : undefined;
-    });
+    await untilACommitHoldsItsLock();
     await writeCommitted(db, after);
     await writeCommitted(db, other);
     const r = relay(db, schema, realBus, { settleTimeoutMs: 50 });
