@@ -3,7 +3,8 @@
  *
  * GTINs are claimed through the passport service, which owns the organization's GTIN namespace. The order of the
  * steps is what keeps claims and rows from drifting apart when a process dies between them: a claim is always made
- * before its variant row exists (create) and released only after the row is gone (removal), so the only leftover
+ * before its variant row exists (create: the rows are inserted while the claim is being made, in a transaction that
+ * commits only after it) and released only after the row is gone (removal), so the only leftover
  * a crash can make is a claim without its row, which the passport service's reconciler releases
  * (services/passport/src/app/gtin-reconciler.ts); the reconciler here (reconcile.ts) re-claims a row whose claim
  * went missing.
@@ -128,39 +129,30 @@ export async function createVariants(
 ): Promise<VariantRow[]> {
   const { ctx } = call;
   const t = requireTenant(ctx);
-  const p = await readPassport(app, ctx, input.passportId);
+  // The stored rows are read beside the passport (both the caller's tenant's): the checks below need both.
+  const [p, stored] = await Promise.all([
+    readPassport(app, ctx, input.passportId),
+    app.store.variantKeys(t, input.passportId),
+  ]);
   checkCategory(p);
   checkEditable(p);
   const connector = ctx.credentialKind === "connector";
   if (connector && p.status !== "draft") throw connectorRefusal(app, t, p, false);
 
   // Checks against the stored rows before anything is claimed.
-  const stored = await app.store.variantKeys(t, p.id);
   const requested = input.variants.length;
   if (stored.length + requested > MAX_VARIANTS_PER_PASSPORT) throw limitReached(stored.length, requested);
   const conflict = conflictsWithStored(input.variants, stored);
   if (conflict) throw conflict;
 
-  // The claim: once per Idempotency-Key; the rows' ids come from its effect key, so every run names the same rows.
-  const ids = await once(call, "claim-gtins", async (effectKey, run) => {
-    const ids = input.variants.map((_, i) => variantIdFor(effectKey, i));
-    const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId: p.id, ownerId: ids[i]! }));
-    try {
-      await app.passport.claimGtins(
-        { claims },
-        { context: effectContext(ctx, t, effectKey, claims), deadlineMs: msLeft(run) },
-      );
-    } catch (err) {
-      throw asVariantRefusal(err);
-    }
-    return ids;
-  });
-
   const agent = connector
     ? { keyId: ctx.keyId ?? "", keyName: input.keyName, sourceClass: "agent_asserted" }
     : null;
-  try {
-    const rows = await app.store.insertVariants(
+  // The rows' insert runs beside the claim, in a transaction that commits only once the claim is made (and, under
+  // a key, recorded) and rolls back if it is not: no row is ever visible without its claim (see the header).
+  const claimed = settled();
+  const insert = (ids: string[], until?: Promise<unknown>) =>
+    app.store.insertVariants(
       ctx,
       t,
       p.id,
@@ -173,13 +165,55 @@ export async function createVariants(
         agent,
       })),
       MAX_VARIANTS_PER_PASSPORT,
+      until,
     );
+  let inserting: Promise<VariantRow[]> | undefined;
+  let ids: string[];
+  try {
+    // The claim: once per Idempotency-Key; the rows' ids come from its effect key, so every run names the same rows.
+    ids = await once(call, "claim-gtins", async (effectKey, run) => {
+      const ids = input.variants.map((_, i) => variantIdFor(effectKey, i));
+      inserting = insert(ids, claimed.promise);
+      inserting.catch(() => undefined); // answered below, once the claim is settled
+      const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId: p.id, ownerId: ids[i]! }));
+      try {
+        await app.passport.claimGtins(
+          { claims },
+          { context: effectContext(ctx, t, effectKey, claims), deadlineMs: msLeft(run) },
+        );
+      } catch (err) {
+        throw asVariantRefusal(err);
+      }
+      return ids;
+    });
+  } catch (err) {
+    // Rolled back before the refusal is answered.
+    claimed.reject(err);
+    await inserting?.catch(() => undefined);
+    throw err;
+  }
+  claimed.resolve();
+  try {
+    // A run whose claim was recorded by an earlier run (the same key) inserts its rows now.
+    const rows = await (inserting ?? insert(ids));
     if (!ctx.idempotency) app.onCommitted();
     return rows;
   } catch (err) {
     if (err instanceof LimitReached) throw limitReached(err.current, requested);
     throw err;
   }
+}
+
+/** A promise settled from outside; a rejection nobody awaited is not reported as unhandled. */
+function settled(): { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }
 
 function limitReached(current: number, requested: number): ApiError {

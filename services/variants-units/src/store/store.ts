@@ -108,7 +108,8 @@ export class VariantsUnitsStore {
 
   /**
    * Inserts a batch with its events, in the call's transaction; the tally moves first and refuses beyond `limit`
-   * (LimitReached), so that concurrent batches cannot pass it together.
+   * (LimitReached), so that concurrent batches cannot pass it together. With `until`, the transaction ends only
+   * once it settles: it commits after `until` resolved, and rolls back if it rejects.
    */
   insertVariants(
     ctx: RequestContext,
@@ -116,6 +117,7 @@ export class VariantsUnitsStore {
     passportId: string,
     rows: readonly NewVariantRow[],
     limit: number,
+    until?: Promise<unknown>,
   ): Promise<VariantRow[]> {
     return transaction(this.db, ctx, async (trx) => {
       await this.moveTally(trx, t, passportId, "variant_count", rows.length, limit);
@@ -148,6 +150,7 @@ export class VariantsUnitsStore {
         trx,
         ordered.map((r) => variantEvent("variant.created", t, r)),
       );
+      await until;
       return ordered;
     });
   }
