@@ -10,6 +10,10 @@
  * last variant's event read back through GET .../events), as each load case starts after its settle: a call
  * is timed on its own, not while the relay and the events service still carry the previous call's 1000 events
  * on the same cores. How long after its answer a call's events reached the feed is printed beside it.
+ *
+ * Both sides are asked for their answers uncompressed (`accept-encoding: identity`): the reference edge does not
+ * compress, and fetch asks for gzip and brotli by default, so the full system alone would compress its 1000-item
+ * answer (and this process decompress it), a cost of the transport on this loopback, not of the batch.
  */
 import { median } from "./stats";
 import { fmt } from "./stats";
@@ -40,7 +44,11 @@ async function timed(
   const t0 = performance.now();
   const res = await fetch(`${target.baseUrl}/organizations/${target.organization}${path}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${target.key}`, "content-type": "application/json" },
+    headers: {
+      authorization: `Bearer ${target.key}`,
+      "content-type": "application/json",
+      "accept-encoding": "identity",
+    },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as unknown;
