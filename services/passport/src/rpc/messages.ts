@@ -7,7 +7,6 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { passportV1, timestampDate, timestampFromDate, type Timestamp } from "@dpp/proto";
 import type {
   CategoryDefinition,
-  HeldClaim,
   Links,
   PassportRow,
   PassportStatus,
@@ -18,7 +17,7 @@ import type {
   Warning,
 } from "../app";
 
-const { PassportStatus: StatusEnum, ValidationSeverity, GtinClaimRole } = passportV1;
+const { PassportStatus: StatusEnum, ValidationSeverity } = passportV1;
 
 const STATUS: Record<PassportStatus, passportV1.PassportStatus> = {
   draft: StatusEnum.DRAFT,
@@ -144,15 +143,6 @@ export function linksMessage(
       linksetUrl: dl.linkset_url ?? undefined,
       unavailableReason: dl.unavailable_reason ?? undefined,
     },
-  };
-}
-
-export function claimMessage(c: HeldClaim) {
-  return {
-    gtin: c.gtin,
-    passportId: c.passport_id,
-    ownerId: c.owner_id,
-    role: c.role === "lead" ? GtinClaimRole.LEAD : GtinClaimRole.VARIANT,
   };
 }
 

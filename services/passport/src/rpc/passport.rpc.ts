@@ -8,7 +8,6 @@ import { passportV1 } from "@dpp/proto";
 import type { PassportUseCases, TransitionInput } from "../app";
 import {
   categoryMessage,
-  claimMessage,
   dateOf,
   linksMessage,
   passportMessage,
@@ -158,7 +157,10 @@ export function passportRpc(uc: PassportUseCases): Impl {
         ctx,
         req.claims.map((c) => ({ gtin: c.gtin, passport_id: c.passportId, owner_id: c.ownerId })),
       );
-      return { claims: held.map(claimMessage) };
+      return {
+        heldCount: held.length,
+        leadGtins: held.filter((c) => c.role === "lead").map((c) => c.gtin),
+      };
     },
 
     releaseGtins: async (req, { ctx }) =>

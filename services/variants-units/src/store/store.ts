@@ -134,7 +134,9 @@ export class VariantsUnitsStore {
           agent_source_class: r.agent?.sourceClass ?? null,
         })),
       );
-      const inserted = await sql<VariantRow>`
+      // Only what the insert made is read back (the rest is the batch's own): 1000 rows of 4 columns parse in a
+      // fraction of the time 1000 whole rows take.
+      const made = await sql<Pick<VariantRow, "id" | "seq" | "agent_at" | "created_at">>`
         insert into variant (id, organization_id, livemode, passport_id, gtin, size, colour, pair_key,
           agent_key_id, agent_key_name, agent_at, agent_source_class)
         select v.id, ${t.organizationId}, ${t.livemode}, ${passportId}, v.gtin, v.size, v.colour, v.pair_key,
@@ -143,9 +145,27 @@ export class VariantsUnitsStore {
           pair_key text, agent_key_id text, agent_key_name text, agent_source_class text)) with ordinality
           as v(id, gtin, size, colour, pair_key, agent_key_id, agent_key_name, agent_source_class, n)
         order by v.n
-        returning *`.execute(trx);
-      const byId = new Map(inserted.rows.map((r) => [r.id, r]));
-      const ordered = rows.map((r) => byId.get(r.id)!);
+        returning id, seq, agent_at, created_at`.execute(trx);
+      const byId = new Map(made.rows.map((r) => [r.id, r]));
+      const ordered = rows.map((r): VariantRow => {
+        const m = byId.get(r.id)!;
+        return {
+          id: r.id,
+          organization_id: t.organizationId,
+          livemode: t.livemode,
+          passport_id: passportId,
+          seq: m.seq,
+          gtin: r.gtin,
+          size: r.size,
+          colour: r.colour,
+          pair_key: r.pair_key,
+          agent_key_id: r.agent?.keyId ?? null,
+          agent_key_name: r.agent?.keyName ?? null,
+          agent_at: m.agent_at,
+          agent_source_class: r.agent?.sourceClass ?? null,
+          created_at: m.created_at,
+        };
+      });
       await writeOutboxMany(
         trx,
         ordered.map((r) => variantEvent("variant.created", t, r)),
