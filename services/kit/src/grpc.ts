@@ -40,6 +40,7 @@ import {
 import type { Logger } from "./logger";
 import type { ServiceMetrics } from "./metrics";
 import { useFastUtf8Encoding } from "./wire";
+import { decodeMessage } from "./decode";
 import { encodeMessage } from "./encode";
 import {
   DEADLINE_GRACE_MS,
@@ -52,8 +53,8 @@ import {
   setCallDeadline,
 } from "./deadline";
 
-// Messages are written by encodeMessage (encode.ts); a schema it leaves to toBinary writes its strings through
-// Buffer.from (wire.ts), as does the error trailer.
+// Messages are written by encodeMessage (encode.ts) and read by decodeMessage (decode.ts); a schema the encoder
+// leaves to toBinary writes its strings through Buffer.from (wire.ts), as does the error trailer.
 useFastUtf8Encoding();
 
 const u8ToBuffer = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
@@ -90,11 +91,11 @@ export function serviceDefinition(service: DescService): grpc.ServiceDefinition 
       requestStream: m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming",
       responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
       requestSerialize: (msg: any) => encodeMessage(m.input, msg),
-      requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
+      requestDeserialize: (buf: Buffer) => decodeMessage(m.input, buf),
       // An answer already encoded (a keyed call's, as recorded) is sent as it is.
       responseSerialize: (msg: any) =>
         msg instanceof Uint8Array ? u8ToBuffer(msg) : encodeMessage(m.output, msg),
-      responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
+      responseDeserialize: (buf: Buffer) => decodeMessage(m.output, buf),
     };
   }
   return def;
@@ -428,7 +429,7 @@ export function addService<T extends GenServiceMethods>(
               return bytes;
             },
             decode: (b) => {
-              const r = fromBinary(m.output, b);
+              const r = decodeMessage<any>(m.output, b);
               encodedAs.set(r, b);
               return r;
             },

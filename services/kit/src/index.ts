@@ -1,9 +1,9 @@
 /**
  * @dpp/kit: what a service's own code uses (docs/service-authors.md). Everything else of the kit is plumbing for
  * the local stack, the benchmark, the admin CLI, the gateway's edge and tests, in `@dpp/kit/internal`; test
- * support is `@dpp/kit/testing`, tracing `@dpp/kit/tracing`. The message encoder (encode.ts) and the
- * prepared-statement driver (db.ts) are exported by no entry: the kit's gRPC adapter, statement() and keyed calls
- * use them for a service.
+ * support is `@dpp/kit/testing`, tracing `@dpp/kit/tracing`. The message encoder (encode.ts), its reader
+ * (decode.ts) and the prepared-statement driver (db.ts) are exported by no entry: the kit's gRPC adapter,
+ * statement() and keyed calls use them for a service.
  */
 
 // The service template: a service's definition, its runtime (`rt`: pool, bus, jobs, clients, serve) and main.
