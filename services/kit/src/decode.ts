@@ -24,15 +24,12 @@ import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbu
 import { scalarZeroValue } from "@bufbuild/protobuf/reflect";
 import { BinaryReader, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { encodesItself } from "./encode";
+import { encodesItself, scalarKind, WIRE_LEN, wireOf as kindWire, type Kind } from "./encode";
+
+const wireOf = (t: ScalarType) => kindWire(scalarKind(t));
 
 /** Thrown inside a read when the bytes are not what this reader reads as fromBinary does: fromBinary reads them. */
 const ASIDE = Symbol("aside");
-
-const WIRE_VARINT = 0;
-const WIRE_I64 = 1;
-const WIRE_LEN = 2;
-const WIRE_I32 = 5;
 
 type Value =
   | "string"
@@ -79,41 +76,12 @@ interface MessageRead {
 
 const plans = new WeakMap<DescMessage, MessageRead | null>();
 
-function valueOf(t: ScalarType): Value {
-  switch (t) {
-    case ScalarType.STRING:
-      return "string";
-    case ScalarType.BYTES:
-      return "bytes";
-    case ScalarType.BOOL:
-      return "bool";
-    case ScalarType.INT32:
-      return "int32";
-    case ScalarType.UINT32:
-      return "uint32";
-    case ScalarType.SINT32:
-      return "sint32";
-    default:
-      return "reader";
-  }
-}
+/** The kinds read here; the others (64-bit, fixed-width, floating-point) by protobuf-es' reader. */
+const READ_HERE: ReadonlySet<Kind> = new Set<Kind>(["string", "bytes", "bool", "int32", "uint32", "sint32"]);
 
-function wireOf(t: ScalarType): number {
-  switch (t) {
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return WIRE_LEN;
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return WIRE_I64;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return WIRE_I32;
-    default:
-      return WIRE_VARINT;
-  }
+function valueOf(t: ScalarType): Value {
+  const kind = scalarKind(t);
+  return READ_HERE.has(kind) ? (kind as Value) : "reader";
 }
 
 /** A zero value, fresh where it is mutable (bytes, lists, maps, a oneof's holder). */

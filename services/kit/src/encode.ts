@@ -28,7 +28,7 @@ import { Edition, FeatureSet_FieldPresence, isWrapperDesc } from "@bufbuild/prot
  * otherIsZero, which keeps the three small enough for V8 to inline them into the passes over a message (with all
  * kinds in one function, a passport answer took about 4 % longer).
  */
-type Kind =
+export type Kind =
   | "string"
   | "bytes"
   | "bool"
@@ -74,10 +74,10 @@ interface MessagePlan {
 /** Thrown inside a pass when a value does not fit its field: the whole message goes to toBinary instead. */
 const UNFIT = Symbol("unfit");
 
-const WIRE_VARINT = 0;
-const WIRE_I64 = 1;
-const WIRE_LEN = 2;
-const WIRE_I32 = 5;
+export const WIRE_VARINT = 0;
+export const WIRE_I64 = 1;
+export const WIRE_LEN = 2;
+export const WIRE_I32 = 5;
 
 /** The largest float; a finite value beyond it is refused by protobuf-es (its `assertFloat32`). */
 const FLOAT32_MAX = 3.4028234663852886e38;
@@ -94,7 +94,8 @@ function varintBytes(n: number): number[] {
   return out;
 }
 
-function scalarKind(t: ScalarType): Kind {
+/** The value kind of a scalar type (also the reader's, decode.ts). */
+export function scalarKind(t: ScalarType): Kind {
   switch (t) {
     case ScalarType.STRING:
       return "string";
@@ -129,7 +130,8 @@ function scalarKind(t: ScalarType): Kind {
   }
 }
 
-function wireOf(kind: Kind): number {
+/** The wire type of one value of a kind. */
+export function wireOf(kind: Kind): number {
   switch (kind) {
     case "string":
     case "bytes":
