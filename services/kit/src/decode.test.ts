@@ -107,8 +107,9 @@ describe("decodeMessage", () => {
         throw new Error("fromBinary read bytes cut short");
       })(),
     );
-    // Each of the three read from a Buffer and from a Uint8Array, twice in expectSameMessage's calls above them
-    // (the first two) and once more for the cut bytes.
+    // Left to fromBinary: the newer and the twice-met bytes from a Buffer and from a Uint8Array (expectSameMessage)
+    // and once more each, and the cut bytes: 7 reads, of which at least the five from expectSameMessage and the
+    // cut bytes.
     expect(decodedAside() - aside).toBeGreaterThanOrEqual(5);
   });
 

@@ -24,7 +24,7 @@ import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbu
 import { scalarZeroValue } from "@bufbuild/protobuf/reflect";
 import { BinaryReader, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { encodesItself, scalarKind, WIRE_LEN, wireOf as kindWire, type Kind } from "./encode";
+import { encodesItself, nestedOf, scalarKind, WIRE_LEN, wireOf as kindWire, type Kind } from "./encode";
 
 const wireOf = (t: ScalarType) => kindWire(scalarKind(t));
 
@@ -124,12 +124,7 @@ function planOf(desc: DescMessage): MessageRead | null {
   for (const f of desc.fields) {
     const shape: FieldRead["shape"] =
       f.fieldKind === "list" ? "list" : f.fieldKind === "map" ? "map" : "single";
-    const nested =
-      f.fieldKind === "message" ||
-      (f.fieldKind === "list" && f.listKind === "message") ||
-      (f.fieldKind === "map" && f.mapKind === "message")
-        ? f.message
-        : undefined;
+    const nested = nestedOf(f);
     // An enum is read as an int32 (proto3 enums are open: any number is kept).
     const scalar =
       f.fieldKind === "scalar" ||

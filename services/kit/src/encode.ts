@@ -74,10 +74,10 @@ interface MessagePlan {
 /** Thrown inside a pass when a value does not fit its field: the whole message goes to toBinary instead. */
 const UNFIT = Symbol("unfit");
 
-export const WIRE_VARINT = 0;
-export const WIRE_I64 = 1;
+const WIRE_VARINT = 0;
+const WIRE_I64 = 1;
 export const WIRE_LEN = 2;
-export const WIRE_I32 = 5;
+const WIRE_I32 = 5;
 
 /** The largest float; a finite value beyond it is refused by protobuf-es (its `assertFloat32`). */
 const FLOAT32_MAX = 3.4028234663852886e38;
@@ -193,7 +193,8 @@ function kindOf(f: DescField): Kind | undefined {
   }
 }
 
-const nestedOf = (f: DescField): DescMessage | undefined =>
+/** The message a field holds (singular, in a list or as a map's value), if any. */
+export const nestedOf = (f: DescField): DescMessage | undefined =>
   f.fieldKind === "message" ||
   (f.fieldKind === "list" && f.listKind === "message") ||
   (f.fieldKind === "map" && f.mapKind === "message")
