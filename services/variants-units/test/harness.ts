@@ -32,6 +32,10 @@ export interface Harness {
   sql: Kysely<VariantsUnitsDB>;
   /** The tenant's rows in each of the service's tables. */
   rowCounts(t: Tenant): Promise<Record<string, number>>;
+  /** The passport service's client, its calls signed as variants-units' (the service's own client is internal). */
+  passport: ClientOf<typeof passportV1.PassportService>;
+  /** A connection on the passport service's database (its GTIN claims). */
+  passportSql: Kysely<any>;
   close(): Promise<void>;
 }
 
@@ -55,6 +59,12 @@ export async function startHarness(label: string, env: Record<string, string> = 
     signer: createContextSigner({ issuer: "variants-units", privateKey: keys.privateKey }),
     audience: "passport",
   });
+  const passportQuery = createDb<any>({
+    url: passport.database.url,
+    schema: "passport",
+    applicationName: "variants-units-test-passport",
+    max: 1,
+  });
   const query = createDb<VariantsUnitsDB>({
     url: service.database.url,
     schema: VARIANTS_UNITS_SCHEMA,
@@ -72,6 +82,8 @@ export async function startHarness(label: string, env: Record<string, string> = 
       return res.passport!.id;
     },
     sql: query,
+    passport: passportClient,
+    passportSql: passportQuery,
     rowCounts: async (t) => {
       const counts: Record<string, number> = {};
       for (const table of [
@@ -91,6 +103,7 @@ export async function startHarness(label: string, env: Record<string, string> = 
     close: async () => {
       passportClient.close();
       await query.destroy();
+      await passportQuery.destroy();
       await service.close();
       await passport.close();
     },

@@ -11,10 +11,16 @@ export const parseJson = (text: string, fallback: unknown = {}) => (text ? JSON.
 /** An optional message field: null when unset. */
 export const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
 
+/** The last timestamp rendered: the rows of a batch, which share their time, render it once. */
+let lastRendered: { seconds: bigint; nanos: number; text: string } | undefined;
+
 /** A Timestamp field as RFC 3339 UTC with milliseconds, the form of every timestamp of the interface. */
 export function rfc3339(t: Timestamp | undefined): string {
   if (!t) throw new Error("a required timestamp of the message is unset");
-  return timestampDate(t).toISOString();
+  if (lastRendered?.seconds === t.seconds && lastRendered.nanos === t.nanos) return lastRendered.text;
+  const text = timestampDate(t).toISOString();
+  lastRendered = { seconds: t.seconds, nanos: t.nanos, text };
+  return text;
 }
 
 /** An optional Timestamp field: RFC 3339, or null when unset. */

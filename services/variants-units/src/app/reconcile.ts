@@ -6,8 +6,8 @@
  * A create claims before it inserts, so a row normally has its claim. One case leaves a row without it: the
  * passport service's reconciler released a claim whose row did not exist yet (a create whose process died after
  * the claim), and a retry under the same Idempotency-Key later inserted the rows (its claim is recorded as made,
- * so it is not made again). Each pass reads a page of rows older than the grace, in insertion order across
- * tenants, wrapping around, and claims their GTINs again for their own ids (ClaimGtins keeps a claim already held
+ * so it is not made again). Each pass reads a page of rows older than the grace, in id order across tenants,
+ * wrapping around, and claims their GTINs again for their own ids (ClaimGtins keeps a claim already held
  * by the same owner, so a row that has its claim costs nothing but the call). A row whose GTIN another passport
  * took meanwhile, or whose passport no longer exists, cannot be repaired here: it is logged, per row.
  */
@@ -30,16 +30,16 @@ type Row = { id: string; organization_id: string; livemode: boolean; passport_id
 /** One pass per call; answers how many rows it found unrepairable. */
 export function variantClaimsReconciler(o: ReconcileOptions): () => Promise<number> {
   const pageSize = o.pageSize ?? 1000;
-  let afterSeq = 0;
+  let afterId = "";
   const claim = (context: RequestContext, rows: Row[]) =>
     o.passport.claimGtins(
       { claims: rows.map((r) => ({ gtin: r.gtin, passportId: r.passport_id, ownerId: r.id })) },
       { context },
     );
   return async () => {
-    const rows = await o.store.variantsForReconcile(afterSeq, o.graceMs, pageSize);
+    const rows = await o.store.variantsForReconcile(afterId, o.graceMs, pageSize);
     const last = rows[rows.length - 1];
-    afterSeq = rows.length === pageSize && last ? last.seq : 0;
+    afterId = rows.length === pageSize && last ? last.id : "";
     const byTenant = new Map<string, Row[]>();
     for (const r of rows) {
       const k = `${r.livemode ? "1" : "0"}${r.organization_id}`;

@@ -24,10 +24,10 @@ import {
   MAX_VARIANTS_PER_PASSPORT,
   reviewFingerprint,
   VARIANT_CATEGORIES,
-  variantIdFor,
+  variantIdsFor,
   type NormalizedVariant,
 } from "../domain/variants";
-import { LimitReached, type VariantRow } from "../store/store";
+import { LimitReached, type CreatedVariant, type VariantRow } from "../store/store";
 import {
   notFound,
   readContext,
@@ -126,7 +126,7 @@ export async function createVariants(
   app: VariantsUnitsApp,
   call: Call,
   input: CreateInput,
-): Promise<VariantRow[]> {
+): Promise<CreatedVariant[]> {
   const { ctx } = call;
   const t = requireTenant(ctx);
   // The stored rows are read beside the passport (both the caller's tenant's): the checks below need both.
@@ -162,17 +162,17 @@ export async function createVariants(
         size: v.size,
         colour: v.colour,
         pair_key: v.pairKey,
-        agent,
       })),
+      agent,
       MAX_VARIANTS_PER_PASSPORT,
       until,
     );
-  let inserting: Promise<VariantRow[]> | undefined;
+  let inserting: Promise<CreatedVariant[]> | undefined;
   let ids: string[];
   try {
     // The claim: once per Idempotency-Key; the rows' ids come from its effect key, so every run names the same rows.
     ids = await once(call, "claim-gtins", async (effectKey, run) => {
-      const ids = input.variants.map((_, i) => variantIdFor(effectKey, i));
+      const ids = variantIdsFor(effectKey, input.variants.length);
       inserting = insert(ids, claimed.promise);
       inserting.catch(() => undefined); // answered below, once the claim is settled
       const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId: p.id, ownerId: ids[i]! }));

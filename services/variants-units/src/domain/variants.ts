@@ -47,15 +47,15 @@ export function pairKey(size: string | null, colour: string | null): string {
 /** A trimmed label, null when absent, undefined (with its issue) when refused; the pointer made only then. */
 function label(
   value: string | undefined,
-  pointer: () => string,
-  name: string,
+  index: number,
+  name: "size" | "colour",
   issues: Issue[],
 ): string | null | undefined {
   if (value === undefined) return null;
   const t = value.trim();
   if (t.length === 0) {
     issues.push({
-      source: { pointer: pointer() },
+      source: { pointer: `/variants/${index}/${name}` },
       rule: "min_length",
       message: `${name} is empty after trimming.`,
     });
@@ -63,7 +63,7 @@ function label(
   }
   if (longerThan(t, LABEL_MAX_CODE_POINTS)) {
     issues.push({
-      source: { pointer: pointer() },
+      source: { pointer: `/variants/${index}/${name}` },
       rule: "max_length",
       message: `${name} has more than ${LABEL_MAX_CODE_POINTS} characters after trimming.`,
     });
@@ -98,19 +98,22 @@ export function normalizeVariantBatch(items: readonly VariantInput[]): Normalize
   const gtins = new Map<string, number>();
   const pairs = new Map<string, number>();
   const out = items.map((v, i) => {
-    const at = `/variants/${i}`;
     const normalized = normalizeGtin(v.gtin);
-    if (!normalized) issues.push(refusedGtin(v.gtin, `${at}/gtin`));
+    if (!normalized) issues.push(refusedGtin(v.gtin, `/variants/${i}/gtin`));
     const gtin = normalized ?? v.gtin;
-    const size = label(v.size, () => `${at}/size`, "size", issues);
-    const colour = label(v.colour, () => `${at}/colour`, "colour", issues);
+    const size = label(v.size, i, "size", issues);
+    const colour = label(v.colour, i, "colour", issues);
     if (v.size === undefined && v.colour === undefined)
-      issues.push({ source: { pointer: at }, rule: "size_or_colour", message: "Give size, colour or both." });
+      issues.push({
+        source: { pointer: `/variants/${i}` },
+        rule: "size_or_colour",
+        message: "Give size, colour or both.",
+      });
     if (normalized) {
       const first = gtins.get(gtin);
       if (first !== undefined)
         issues.push({
-          source: { pointer: `${at}/gtin` },
+          source: { pointer: `/variants/${i}/gtin` },
           rule: "unique_items",
           message: `GTIN ${gtin} is also variant ${first}.`,
         });
@@ -123,7 +126,7 @@ export function normalizeVariantBatch(items: readonly VariantInput[]): Normalize
       const first = pairs.get(key);
       if (first !== undefined)
         issues.push({
-          source: { pointer: at },
+          source: { pointer: `/variants/${i}` },
           rule: "unique_size_colour",
           message: `This size/colour pair is also variant ${first} (compared case-insensitively).`,
         });
@@ -196,11 +199,14 @@ export function conflictsWithStored(
 }
 
 /**
- * A variant's id, derived from the effect key of the GTIN claim and the item's place in the batch: every run of the
- * call under one Idempotency-Key names the same rows, so a claim made by a run that died is the next run's claim.
+ * The ids of a batch's variants, derived from the effect key of the GTIN claim and each item's place in the batch:
+ * every run of the call under one Idempotency-Key names the same rows, so a claim made by a run that died is the
+ * next run's claim. One hash per batch: 21 hex digits of the key's SHA-256 (84 bits, one value per effect key),
+ * then the item's place in 5 hex digits: 26 characters after `var_`, the length of every id (newId).
  */
-export function variantIdFor(effectKey: string, index: number): string {
-  return `var_${createHash("sha256").update(`${effectKey}:${index}`).digest("hex").slice(0, 26)}`;
+export function variantIdsFor(effectKey: string, count: number): string[] {
+  const batch = createHash("sha256").update(effectKey).digest("hex").slice(0, 21);
+  return Array.from({ length: count }, (_, i) => `var_${batch}${i.toString(16).padStart(5, "0")}`);
 }
 
 export interface ReviewRow {

@@ -25,25 +25,37 @@ import { isUnitStatus, normalizeUnitBatch, statusNotAllowed } from "../domain/un
 import { normalizeRemovalGtins, normalizeVariantBatch } from "../domain/variants";
 import type { ReadingRow, StatusChangeRow, VariantRow } from "../store/store";
 
-const variantMessage = (r: VariantRow) => ({
-  id: r.id,
-  organizationId: r.organization_id,
-  livemode: r.livemode,
-  passportId: r.passport_id,
-  gtin: r.gtin,
-  size: r.size ?? undefined,
-  colour: r.colour ?? undefined,
-  createdAt: timestampFromDate(r.created_at),
-  agentWritten:
-    r.agent_key_id !== null
-      ? {
-          keyId: r.agent_key_id,
-          keyName: r.agent_key_name ?? "",
-          at: timestampFromDate(r.agent_at ?? r.created_at),
-          sourceClass: r.agent_source_class ?? "agent_asserted",
-        }
-      : undefined,
-});
+/**
+ * The message of each row of a list, its timestamps made once per distinct time: the rows of one batch share their
+ * creation time, so a batch's 1000 rows share one Timestamp (the encoder writes it for each).
+ */
+function variantMessages(rows: readonly Omit<VariantRow, "seq">[]) {
+  let last: { ms: number; ts: ReturnType<typeof timestampFromDate> } | undefined;
+  const stamp = (d: Date) => {
+    const ms = d.getTime();
+    if (last?.ms !== ms) last = { ms, ts: timestampFromDate(d) };
+    return last.ts;
+  };
+  return rows.map((r) => ({
+    id: r.id,
+    organizationId: r.organization_id,
+    livemode: r.livemode,
+    passportId: r.passport_id,
+    gtin: r.gtin,
+    size: r.size ?? undefined,
+    colour: r.colour ?? undefined,
+    createdAt: stamp(r.created_at),
+    agentWritten:
+      r.agent_key_id !== null
+        ? {
+            keyId: r.agent_key_id,
+            keyName: r.agent_key_name ?? "",
+            at: stamp(r.agent_at ?? r.created_at),
+            sourceClass: r.agent_source_class ?? "agent_asserted",
+          }
+        : undefined,
+  }));
+}
 
 const changeMessage = (c: StatusChangeRow) => ({
   fromStatus: c.from_status ?? "",
@@ -148,7 +160,7 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
         gtin,
       );
       const p = page(rows, limit, { list: "variants", filters, position: (r) => r.seq });
-      return { variants: p.rows.map(variantMessage), hasMore: p.hasMore, nextCursor: p.nextCursor };
+      return { variants: variantMessages(p.rows), hasMore: p.hasMore, nextCursor: p.nextCursor };
     },
 
     createVariants: async (req, c) => {
@@ -158,7 +170,7 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
         variants,
         keyName: req.keyName,
       });
-      return { variants: rows.map(variantMessage) };
+      return { variants: variantMessages(rows) };
     },
 
     deleteVariant: async (req, c) => {
@@ -176,7 +188,7 @@ export function variantsUnitsRpc(app: VariantsUnitsApp): ImplOf<typeof variantsU
       return {
         fingerprint: r.fingerprint,
         agentWrittenCount: r.agentWrittenCount,
-        variants: r.rows.map(variantMessage),
+        variants: variantMessages(r.rows),
       };
     },
 

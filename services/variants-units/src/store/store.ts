@@ -25,14 +25,24 @@ export type UnitRow = Selectable<UnitTable>;
 export type StatusChangeRow = Selectable<UnitStatusChangeTable>;
 export type ReadingRow = Selectable<UnitReadingTable>;
 
+/** A row of a new batch: exactly what the batch's JSON parameter carries (insertVariants). */
 export interface NewVariantRow {
   id: string;
   gtin: string;
   size: string | null;
   colour: string | null;
   pair_key: string;
-  agent: { keyId: string; keyName: string; sourceClass: string } | null;
 }
+
+/** Who wrote a batch, when a connector key did (agent_written). */
+export interface VariantAgent {
+  keyId: string;
+  keyName: string;
+  sourceClass: string;
+}
+
+/** A variant as a batch's insert stored it (its list position, `seq`, is not read back). */
+export type CreatedVariant = Omit<VariantRow, "seq">;
 
 /** The destructive-operation cap refused a removal batch (rolled back). */
 class CapReached extends Error {}
@@ -47,18 +57,24 @@ const passportName = (t: TenantContext, id: string) => `organizations/${t.organi
 export function variantEvent(
   type: "variant.created" | "variant.removed",
   t: TenantContext,
-  r: VariantRow,
+  r: Pick<VariantRow, "id" | "passport_id" | "gtin" | "size" | "colour">,
+  at?: Date,
 ): DomainEvent {
-  return domainEvent(type, t, {
-    object: "variant",
-    id: r.id,
-    name: `${passportName(t, r.passport_id)}/variants/${r.id}`,
-    passport_id: r.passport_id,
-    passport: passportName(t, r.passport_id),
-    gtin: r.gtin,
-    size: r.size,
-    colour: r.colour,
-  });
+  return domainEvent(
+    type,
+    t,
+    {
+      object: "variant",
+      id: r.id,
+      name: `${passportName(t, r.passport_id)}/variants/${r.id}`,
+      passport_id: r.passport_id,
+      passport: passportName(t, r.passport_id),
+      gtin: r.gtin,
+      size: r.size,
+      colour: r.colour,
+    },
+    at,
+  );
 }
 
 export function unitEvent(
@@ -109,61 +125,59 @@ export class VariantsUnitsStore {
   /**
    * Inserts a batch with its events, in the call's transaction; the tally moves first and refuses beyond `limit`
    * (LimitReached), so that concurrent batches cannot pass it together. With `until`, the transaction ends only
-   * once it settles: it commits after `until` resolved, and rolls back if it rejects.
+   * once it settles: it commits after `until` resolved, and rolls back if it rejects. Answers the rows as stored, in
+   * the batch's order.
    */
   insertVariants(
     ctx: RequestContext,
     t: TenantContext,
     passportId: string,
     rows: readonly NewVariantRow[],
+    agent: VariantAgent | null,
     limit: number,
     until?: Promise<unknown>,
-  ): Promise<VariantRow[]> {
+  ): Promise<CreatedVariant[]> {
     return transaction(this.db, ctx, async (trx) => {
       await this.moveTally(trx, t, passportId, "variant_count", rows.length, limit);
-      // The batch as one JSON parameter, parsed once by Postgres (no per-element quoting of eight array parameters).
-      const flat = rows.map((r) => ({
+      // The batch as one JSON parameter, parsed once by Postgres (no per-element quoting of array parameters); the
+      // writer is the call's, one for the whole batch. Nothing per row is read back: every row of the statement has
+      // the transaction's time as created_at (and agent_at), which comes back once.
+      const made = await sql<{ n: number; at: Date }>`
+        with made as (
+          insert into variant (id, organization_id, livemode, passport_id, gtin, size, colour, pair_key,
+            agent_key_id, agent_key_name, agent_at, agent_source_class)
+          select v.id, ${t.organizationId}, ${t.livemode}, ${passportId}, v.gtin, v.size, v.colour, v.pair_key,
+            ${agent?.keyId ?? null}::text, ${agent?.keyName ?? null}::text,
+            case when ${agent?.keyId ?? null}::text is null then null else now() end, ${agent?.sourceClass ?? null}::text
+          from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+            as (id text, gtin text, size text, colour text, pair_key text)) with ordinality
+            as v(id, gtin, size, colour, pair_key, n)
+          order by v.n
+          returning 1)
+        select count(*)::int as n, now() as at from made`.execute(trx);
+      const { n, at } = made.rows[0]!;
+      if (n !== rows.length) throw new Error(`the variant insert wrote ${n} of ${rows.length} rows`);
+      const created = rows.map((r): CreatedVariant => ({
         id: r.id,
+        organization_id: t.organizationId,
+        livemode: t.livemode,
+        passport_id: passportId,
         gtin: r.gtin,
         size: r.size,
         colour: r.colour,
         pair_key: r.pair_key,
-        agent_key_id: r.agent?.keyId ?? null,
-        agent_key_name: r.agent?.keyName ?? null,
-        agent_source_class: r.agent?.sourceClass ?? null,
+        agent_key_id: agent?.keyId ?? null,
+        agent_key_name: agent?.keyName ?? null,
+        agent_at: agent ? at : null,
+        agent_source_class: agent?.sourceClass ?? null,
+        created_at: at,
       }));
-      const batch = JSON.stringify(flat);
-      // Only what the insert made is read back (the rest is the batch's own): 1000 rows of 4 columns parse in a
-      // fraction of the time 1000 whole rows take.
-      const made = await sql<Pick<VariantRow, "id" | "seq" | "agent_at" | "created_at">>`
-        insert into variant (id, organization_id, livemode, passport_id, gtin, size, colour, pair_key,
-          agent_key_id, agent_key_name, agent_at, agent_source_class)
-        select v.id, ${t.organizationId}, ${t.livemode}, ${passportId}, v.gtin, v.size, v.colour, v.pair_key,
-          v.agent_key_id, v.agent_key_name, case when v.agent_key_id is null then null else now() end, v.agent_source_class
-        from rows from (jsonb_to_recordset(${batch}::jsonb) as (id text, gtin text, size text, colour text,
-          pair_key text, agent_key_id text, agent_key_name text, agent_source_class text)) with ordinality
-          as v(id, gtin, size, colour, pair_key, agent_key_id, agent_key_name, agent_source_class, n)
-        order by v.n
-        returning id, seq, agent_at, created_at`.execute(trx);
-      const byId = new Map(made.rows.map((r) => [r.id, r]));
-      const ordered = flat.map((r): VariantRow => {
-        const m = byId.get(r.id)!;
-        return {
-          ...r,
-          organization_id: t.organizationId,
-          livemode: t.livemode,
-          passport_id: passportId,
-          seq: m.seq,
-          agent_at: m.agent_at,
-          created_at: m.created_at,
-        };
-      });
       await writeOutboxMany(
         trx,
-        ordered.map((r) => variantEvent("variant.created", t, r)),
+        created.map((r) => variantEvent("variant.created", t, r, at)),
       );
       await until;
-      return ordered;
+      return created;
     });
   }
 
@@ -249,21 +263,20 @@ export class VariantsUnitsStore {
   }
 
   /**
-   * The reconciler's page (app/reconcile.ts): variants of every tenant older than `graceMs`, after position
-   * `afterSeq` in insertion order. A job's scan across tenants.
+   * The reconciler's page (app/reconcile.ts): variants of every tenant older than `graceMs`, after `afterId` in id
+   * order (the primary key's). A job's scan across tenants.
    */
-  async variantsForReconcile(afterSeq: number, graceMs: number, limit: number) {
+  async variantsForReconcile(afterId: string, graceMs: number, limit: number) {
     const { rows } = await sql<{
       id: string;
       organization_id: string;
       livemode: boolean;
       passport_id: string;
       gtin: string;
-      seq: number;
     }>`
-      select id, organization_id, livemode, passport_id, gtin, seq::float8 as seq from variant
-      where seq > ${afterSeq}::bigint and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
-      order by seq
+      select id, organization_id, livemode, passport_id, gtin from variant
+      where id > ${afterId} and created_at < now() - make_interval(secs => ${graceMs / 1000}::float8)
+      order by id
       limit ${limit}::int`.execute(this.db);
     return rows;
   }
