@@ -50,16 +50,18 @@ export async function claimGtins(
     const found = await tx.existingIds(t, passportIds);
     const missing = passportIds.find((p) => !found.includes(p));
     if (missing) throw notFound(missing);
-    // One insert of the whole batch; only the GTINs it did not insert (held already: by the same owner on a
-    // retry, by the passport's own lead, or by another passport) have their holders read. A holder that released
-    // its GTIN between the insert and that read leaves the GTIN free: it is inserted again (at most twice more).
+    // One insert of the whole batch (without a conflict check when no GTIN is held, the common case); only the
+    // GTINs it did not insert (held already: by the same owner on a retry, by the passport's own lead, or by
+    // another passport) have their holders read. A holder that released its GTIN between the insert and that read
+    // leaves the GTIN free: it is inserted again (at most twice more).
     const rows = normalized.map((c) => ({
       gtin: c.gtin,
       passport_id: c.passport_id,
       role: "variant" as const,
       owner_id: c.owner_id,
     }));
-    const inserted = new Set(await tx.insertClaims(t, rows));
+    const fresh = await tx.insertFreshClaims(t, rows);
+    const inserted = new Set(fresh ? rows.map((r) => r.gtin) : await tx.insertClaims(t, rows));
     const byGtin = new Map<string, ClaimHolder>();
     for (let pass = 0; ; pass++) {
       const held = normalized.filter((c) => !inserted.has(c.gtin) && !byGtin.has(c.gtin)).map((c) => c.gtin);
