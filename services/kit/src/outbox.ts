@@ -72,7 +72,7 @@ export async function createOutboxTable(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("outbox")
     .addColumn("id", "bigserial", (c) => c.primaryKey())
-    .addColumn("event_id", "text", (c) => c.notNull().unique())
+    .addColumn("event_id", "text", (c) => c.notNull())
     .addColumn("organization_id", "text", (c) => c.notNull())
     .addColumn("livemode", "boolean", (c) => c.notNull())
     .addColumn("type", "text", (c) => c.notNull())
@@ -171,10 +171,11 @@ async function createCommitOrderFunctions(db: Kysely<any>): Promise<void> {
 
 /**
  * The stage of batches (see the header), in the current schema: `outbox_stage` holds a batch's events as one
- * jsonb array (stored out of line, uncompressed: it lives for one transaction) until its transaction commits;
- * its deferred trigger then takes each organization's commit lock in share mode, as the outbox's own trigger
- * does for one row, inserts the events into the outbox in their order with their numbers drawn there, and
- * deletes the staged row. Unlogged: no WAL is written for a row that never outlives its transaction. Idempotent.
+ * jsonb array (stored out of line, uncompressed: it lives for one transaction) and the organizations they belong
+ * to, until its transaction commits; its deferred trigger then takes each organization's commit lock in share
+ * mode, as the outbox's own trigger does for one row, inserts the events into the outbox in their order with their
+ * numbers drawn there, and deletes the staged row. Unlogged: no WAL is written for a row that never outlives its
+ * transaction. Idempotent.
  */
 async function createOutboxStage(db: Kysely<any>): Promise<void> {
   await sql`
@@ -183,6 +184,7 @@ async function createOutboxStage(db: Kysely<any>): Promise<void> {
       events jsonb not null,
       trace_context jsonb
     )`.execute(db);
+  await sql`alter table outbox_stage add column if not exists organizations text[]`.execute(db);
   await sql`alter table outbox_stage alter column events set storage external`.execute(db);
   await sql`
     do $do$ begin execute format($f$
@@ -190,7 +192,10 @@ async function createOutboxStage(db: Kysely<any>): Promise<void> {
       declare
         org text;
       begin
-        for org in select distinct e->>'organization_id' from jsonb_array_elements(new.events) e loop
+        -- The batch's organizations as its writer named them; a row staged without them (by a writer older than
+        -- the column) has them read from its events.
+        for org in select unnest(coalesce(new.organizations,
+            array(select distinct e->>'organization_id' from jsonb_array_elements(new.events) e))) loop
           perform pg_advisory_xact_lock_shared(hashtextextended('outbox-commit:' || %2$L || ':' || org, 0));
         end loop;
         -- In the batch's order: ids and numbers are drawn as the ordered rows are inserted.
@@ -233,6 +238,14 @@ export const outboxMigrations: Record<string, Migration> = {
       await createOutboxStage(db);
     },
   },
+  // A staged batch names its organizations (no pass over its events at commit to find them); event ids are not
+  // an index of the outbox (nothing looks a row up by one: the feed is where an event id is unique).
+  "0006_stage_organizations_no_event_id_index": {
+    async up(db) {
+      await createOutboxStage(db);
+      await sql`alter table outbox drop constraint if exists outbox_event_id_key`.execute(db);
+    },
+  },
 };
 
 /** Applies outboxMigrations to `schema`: creates the outbox there, or brings it up to date. */
@@ -267,9 +280,12 @@ export async function writeOutboxMany<DB extends WithOutbox>(
 ): Promise<void> {
   if (events.length === 0) return;
   if (events.length === 1) return writeOutbox(trx, events[0]!);
+  const organizations = [...new Set(events.map((e) => e.organization_id))];
   await sql`
-    insert into outbox_stage (events, trace_context)
-    values (${JSON.stringify(events)}::jsonb, ${traceContextColumn()}::jsonb)`.execute(trx);
+    insert into outbox_stage (events, trace_context, organizations)
+    values (${JSON.stringify(events)}::jsonb, ${traceContextColumn()}::jsonb, ${organizations}::text[])`.execute(
+    trx,
+  );
 }
 
 /**
