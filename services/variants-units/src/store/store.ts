@@ -138,11 +138,13 @@ export class VariantsUnitsStore {
     until?: Promise<unknown>,
   ): Promise<CreatedVariant[]> {
     return transaction(this.db, ctx, async (trx) => {
-      await this.moveTally(trx, t, passportId, "variant_count", rows.length, limit);
+      // The tally answers the transaction's time: every row's created_at (and agent_at, when a connector wrote the
+      // batch), and its events'.
+      const at = await this.moveTally(trx, t, passportId, "variant_count", rows.length, limit);
       // The batch as one JSON parameter, parsed once by Postgres (no per-element quoting of array parameters); the
-      // writer is the call's, one for the whole batch. Nothing per row is read back: every row of the statement has
-      // the transaction's time as created_at (and agent_at), which comes back once.
-      const made = await sql<{ n: number; at: Date }>`
+      // writer is the call's, one for the whole batch. Nothing per row is read back. The events are built, and
+      // staged behind the insert on the transaction's connection, while Postgres inserts the rows.
+      const inserting = sql<{ n: number }>`
         with made as (
           insert into variant (id, organization_id, livemode, passport_id, gtin, size, colour, pair_key,
             agent_key_id, agent_key_name, agent_at, agent_source_class)
@@ -154,9 +156,7 @@ export class VariantsUnitsStore {
             as v(id, gtin, size, colour, pair_key, n)
           order by v.n
           returning 1)
-        select count(*)::int as n, now() as at from made`.execute(trx);
-      const { n, at } = made.rows[0]!;
-      if (n !== rows.length) throw new Error(`the variant insert wrote ${n} of ${rows.length} rows`);
+        select count(*)::int as n from made`.execute(trx);
       const created = rows.map((r): CreatedVariant => ({
         id: r.id,
         organization_id: t.organizationId,
@@ -172,10 +172,13 @@ export class VariantsUnitsStore {
         agent_source_class: agent?.sourceClass ?? null,
         created_at: at,
       }));
-      await writeOutboxMany(
+      const staging = writeOutboxMany(
         trx,
         created.map((r) => variantEvent("variant.created", t, r, at)),
       );
+      const [made] = await Promise.all([inserting, staging]);
+      const n = made.rows[0]!.n;
+      if (n !== rows.length) throw new Error(`the variant insert wrote ${n} of ${rows.length} rows`);
       await until;
       return created;
     });
@@ -188,16 +191,16 @@ export class VariantsUnitsStore {
     column: "variant_count" | "unit_count",
     by: number,
     limit: number,
-  ): Promise<void> {
+  ): Promise<Date> {
     const col = sql.ref(column);
-    const { rows } = await sql<{ n: number }>`
+    const { rows } = await sql<{ n: number; at: Date }>`
       insert into passport_tally as p (organization_id, livemode, passport_id, ${col})
       select ${t.organizationId}, ${t.livemode}, ${passportId}, ${by}::int where ${by}::int <= ${limit}::int
       on conflict (organization_id, livemode, passport_id) do update
         set ${col} = p.${col} + excluded.${col}
         where p.${col} + excluded.${col} <= ${limit}::int
-      returning p.${col} as n`.execute(trx);
-    if (rows.length) return;
+      returning p.${col} as n, now() as at`.execute(trx);
+    if (rows[0]) return rows[0].at;
     const cur = await trx
       .selectFrom("passport_tally")
       .select(column)
