@@ -60,8 +60,9 @@ export async function claimGtins(
       role: "variant" as const,
       owner_id: c.owner_id,
     }));
-    const fresh = await tx.insertFreshClaims(t, rows);
-    const inserted = new Set(fresh ? rows.map((r) => r.gtin) : await tx.insertClaims(t, rows));
+    // Every claim new: each held by its owner as asked.
+    if (await tx.insertFreshClaims(t, rows)) return rows;
+    const inserted = new Set(await tx.insertClaims(t, rows));
     const byGtin = new Map<string, ClaimHolder>();
     for (let pass = 0; ; pass++) {
       const held = normalized.filter((c) => !inserted.has(c.gtin) && !byGtin.has(c.gtin)).map((c) => c.gtin);
