@@ -266,6 +266,48 @@ describe("POST .../variants", () => {
     );
   });
 
+  it("refuses a passport that cannot change (trashed), before the batch's own conflicts, and an unknown passport", async () => {
+    const id = await passport(t, "textile");
+    const gtin = freshGtin();
+    h.expectStatus(
+      await h.request(variants(t, id), { key: t.testKey, body: { variants: [{ gtin, size: "S" }] } }),
+      201,
+    );
+    h.expectStatus(await h.request(`${base(t)}/${id}/trash`, { key: t.testKey, method: "POST" }), 200);
+    // A batch that conflicts with the stored rows, and one that does not: the passport's status refuses both.
+    for (const variant of [
+      { gtin, size: "S" },
+      { gtin: freshGtin(), size: "M" },
+    ]) {
+      const refused = await h.request(variants(t, id), { key: t.testKey, body: { variants: [variant] } });
+      expect([refused.status, envelope(refused).code]).toEqual([409, "wrong_status"]);
+      expect(envelope(refused).details).toMatchObject({
+        status: "trashed",
+        allowed_statuses: ["draft", "published", "deactivated"],
+      });
+    }
+    // Nothing was claimed: the fresh GTIN of the refused batch is free for another passport.
+    const free = freshGtin();
+    const other = await passport(t, "textile");
+    expect(
+      (await h.request(variants(t, id), { key: t.testKey, body: { variants: [{ gtin: free, size: "L" }] } }))
+        .status,
+    ).toBe(409);
+    h.expectStatus(
+      await h.request(variants(t, other), {
+        key: t.testKey,
+        body: { variants: [{ gtin: free, size: "L" }] },
+      }),
+      201,
+    );
+
+    const unknown = await h.request(variants(t, "pp_0000000000000000000000none"), {
+      key: t.testKey,
+      body: { variants: [{ gtin: freshGtin(), size: "S" }] },
+    });
+    expect([unknown.status, envelope(unknown).code]).toEqual([404, "resource_not_found"]);
+  });
+
   it("refuses battery passports, and at most 2000 variants per passport", async () => {
     const battery = await passport(t, "battery");
     const refused = await h.request(variants(t, battery), {

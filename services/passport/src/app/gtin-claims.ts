@@ -37,19 +37,41 @@ export async function claimLeadGtin(
   throw gtinInUse(t, gtin, holder, "/data/gtin");
 }
 
-/** Claims variant GTINs, all or none. A GTIN already held by the same owner, or the passport's own lead, is kept. */
+/** What the passports of a batch must be for it to be claimed (ClaimCondition; an empty list allows any). */
+export interface ClaimCondition {
+  categories: readonly string[];
+  statuses: readonly string[];
+}
+
+/**
+ * Claims variant GTINs, all or none. A GTIN already held by the same owner, or the passport's own lead, is kept.
+ * With a condition, a passport of the batch outside it refuses the batch before anything is claimed (its caller
+ * reads the passport's category and status with the claim rather than before it).
+ */
 export async function claimGtins(
   app: PassportApp,
   ctx: RequestContext,
   claims: ClaimInput[],
+  condition?: ClaimCondition,
 ): Promise<HeldClaim[]> {
   const t = requireTenant(ctx);
   const normalized = normalizeBatch(claims, "claims", true);
   return app.store.transaction(t, async (tx) => {
     const passportIds = [...new Set(normalized.map((c) => c.passport_id))];
-    const found = await tx.existingIds(t, passportIds);
-    const missing = passportIds.find((p) => !found.includes(p));
+    const found = await tx.passportStates(t, passportIds);
+    const missing = passportIds.find((p) => !found.some((f) => f.id === p));
     if (missing) throw notFound(missing);
+    if (condition)
+      for (const p of found)
+        if (
+          (condition.categories.length && !condition.categories.includes(p.category)) ||
+          (condition.statuses.length && !condition.statuses.includes(p.status))
+        )
+          throw new ApiError(
+            "wrong_status",
+            `Passport ${p.id} (${p.category}, ${p.status}) is not one whose GTINs this claim may take.`,
+            { reason: "claim_condition", passport_id: p.id, category: p.category, status: p.status },
+          );
     // One insert of the whole batch (without a conflict check when no GTIN is held, the common case); only the
     // GTINs it did not insert (held already: by the same owner on a retry, by the passport's own lead, or by
     // another passport) have their holders read. A holder that released its GTIN between the insert and that read

@@ -20,7 +20,7 @@ import {
 import { updatePassport, type UpdateInput } from "./update";
 import { publishPassport, transitionPassport, type PublishInput, type TransitionInput } from "./lifecycle";
 import { validatePassport, type ValidateInput } from "./validation";
-import { claimGtins, releaseGtins, type ClaimInput } from "./gtin-claims";
+import { claimGtins, releaseGtins, type ClaimCondition, type ClaimInput } from "./gtin-claims";
 import {
   decidePublishApproval,
   getPublishApproval,
@@ -69,7 +69,8 @@ export function passportUseCases(app: PassportApp) {
     validatePassport: (ctx: RequestContext, input: ValidateInput) => validatePassport(app, ctx, input),
     getPassportLinks: (ctx: RequestContext, id: string) => getPassportLinks(app, ctx, id),
     findPublicPassport: (key: { id?: string; gtin14?: string }) => findPublicPassport(app, key),
-    claimGtins: (ctx: RequestContext, claims: ClaimInput[]) => claimGtins(app, ctx, claims),
+    claimGtins: (ctx: RequestContext, claims: ClaimInput[], condition?: ClaimCondition) =>
+      claimGtins(app, ctx, claims, condition),
     releaseGtins: (ctx: RequestContext, releases: { gtin: string; owner_id: string }[]) =>
       releaseGtins(app, ctx, releases),
     getUsage: (ctx: RequestContext) => getUsage(app, ctx),

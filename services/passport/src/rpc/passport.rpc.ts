@@ -156,6 +156,7 @@ export function passportRpc(uc: PassportUseCases): Impl {
       const held = await uc.claimGtins(
         ctx,
         req.claims.map((c) => ({ gtin: c.gtin, passport_id: c.passportId, owner_id: c.ownerId })),
+        req.condition && { categories: req.condition.categories, statuses: req.condition.statuses },
       );
       return {
         heldCount: held.length,

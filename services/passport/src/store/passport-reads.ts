@@ -152,15 +152,15 @@ export class PassportReads {
   }
 
   /** Which of these ids are passports of the tenant. */
-  async existingIds(t: Tenant, ids: string[]): Promise<string[]> {
-    const rows = await this.db
+  /** The category and status of the tenant's passports among `ids` (missing ones are not answered). */
+  passportStates(t: Tenant, ids: string[]): Promise<{ id: string; category: string; status: string }[]> {
+    return this.db
       .selectFrom("passport")
-      .select("id")
+      .select(["id", "category", "status"])
       .where("organization_id", "=", t.organizationId)
       .where("livemode", "=", t.livemode)
       .where("id", "in", ids)
       .execute();
-    return rows.map((r) => r.id);
   }
 
   /**

@@ -122,6 +122,41 @@ export interface CreateInput {
   keyName: string;
 }
 
+/** The refusals a passport's category and status make for a change of its variants, in their order. */
+function checkPassportForVariants(
+  app: VariantsUnitsApp,
+  t: TenantContext,
+  p: PassportView,
+  connector: boolean,
+): void {
+  checkCategory(p);
+  checkEditable(p);
+  if (connector && p.status !== "draft") throw connectorRefusal(app, t, p, false);
+}
+
+/** The passports whose GTINs a batch may claim: what checkPassportForVariants lets through. */
+const claimCondition = (connector: boolean) => ({
+  categories: [...VARIANT_CATEGORIES],
+  statuses: connector ? ["draft"] : EDITABLE,
+});
+
+/**
+ * A refusal of the claim, as this call answers it: the passport's category or status (the claim's condition) as
+ * checkPassportForVariants refuses them, a GTIN held elsewhere with its pointer on the request's variant.
+ */
+function claimRefusal(app: VariantsUnitsApp, t: TenantContext, err: unknown, connector: boolean): unknown {
+  if (err instanceof ApiError && err.details.reason === "claim_condition") {
+    const d = err.details as { passport_id: string; category: string; status: string };
+    checkPassportForVariants(
+      app,
+      t,
+      { id: d.passport_id, category: d.category, status: d.status, gtin: null },
+      connector,
+    );
+  }
+  return asVariantRefusal(err);
+}
+
 export async function createVariants(
   app: VariantsUnitsApp,
   call: Call,
@@ -129,21 +164,21 @@ export async function createVariants(
 ): Promise<CreatedVariant[]> {
   const { ctx } = call;
   const t = requireTenant(ctx);
-  // The stored rows are read beside the passport (both the caller's tenant's): the checks below need both.
-  const [p, stored] = await Promise.all([
-    readPassport(app, ctx, input.passportId),
-    app.store.variantKeys(t, input.passportId),
-  ]);
-  checkCategory(p);
-  checkEditable(p);
   const connector = ctx.credentialKind === "connector";
-  if (connector && p.status !== "draft") throw connectorRefusal(app, t, p, false);
-
-  // Checks against the stored rows before anything is claimed.
+  const passportId = input.passportId;
+  // Checks against the stored rows before anything is claimed. The passport's category and status are checked by
+  // the claim itself (its condition), unless the batch is refused here: then they are read first, so that their
+  // refusals still come before these.
+  const stored = await app.store.variantKeys(t, passportId);
   const requested = input.variants.length;
-  if (stored.length + requested > MAX_VARIANTS_PER_PASSPORT) throw limitReached(stored.length, requested);
-  const conflict = conflictsWithStored(input.variants, stored);
-  if (conflict) throw conflict;
+  const refused =
+    stored.length + requested > MAX_VARIANTS_PER_PASSPORT
+      ? limitReached(stored.length, requested)
+      : conflictsWithStored(input.variants, stored);
+  if (refused) {
+    checkPassportForVariants(app, t, await readPassport(app, ctx, passportId), connector);
+    throw refused;
+  }
 
   const agent = connector
     ? { keyId: ctx.keyId ?? "", keyName: input.keyName, sourceClass: "agent_asserted" }
@@ -155,7 +190,7 @@ export async function createVariants(
     app.store.insertVariants(
       ctx,
       t,
-      p.id,
+      passportId,
       input.variants.map((v, i) => ({
         id: ids[i]!,
         gtin: v.gtin,
@@ -175,14 +210,14 @@ export async function createVariants(
       const ids = variantIdsFor(effectKey, input.variants.length);
       inserting = insert(ids, claimed.promise);
       inserting.catch(() => undefined); // answered below, once the claim is settled
-      const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId: p.id, ownerId: ids[i]! }));
+      const claims = input.variants.map((v, i) => ({ gtin: v.gtin, passportId, ownerId: ids[i]! }));
       try {
         await app.passport.claimGtins(
-          { claims },
+          { claims, condition: claimCondition(connector) },
           { context: effectContext(ctx, t, effectKey, claims), deadlineMs: msLeft(run) },
         );
       } catch (err) {
-        throw asVariantRefusal(err);
+        throw claimRefusal(app, t, err, connector);
       }
       return ids;
     });
