@@ -371,11 +371,15 @@ export async function removeVariants(
 ): Promise<{ removed: string[]; absent: string[] }> {
   const { ctx } = call;
   const t = requireTenant(ctx);
-  const p = await readPassport(app, ctx, passportId);
+  // The rows are read beside the passport (the tenant's, by the passport's id): the checks below need the passport.
+  const [p, found] = await Promise.all([
+    readPassport(app, ctx, passportId),
+    app.store.variantIdsByGtins(t, passportId, gtins),
+  ]);
   if (ctx.credentialKind === "connector") throw connectorRefusal(app, t, p, true);
   checkCategory(p);
   checkEditable(p);
-  const present = new Map((await app.store.variantIdsByGtins(t, p.id, gtins)).map((r) => [r.gtin, r]));
+  const present = new Map(found.map((r) => [r.gtin, r]));
   const rows = gtins.flatMap((g) => present.get(g) ?? []);
   const destructive = p.status === "published" || p.status === "deactivated";
   const removed = new Set<string>();

@@ -41,6 +41,9 @@ export interface VariantAgent {
   sourceClass: string;
 }
 
+/** A deleted variant: what its `variant.removed` event and its claim's release name. */
+export type RemovedVariant = Pick<VariantRow, "id" | "passport_id" | "gtin" | "size" | "colour">;
+
 /** A variant as a batch's insert stored it (its list position, `seq`, is not read back). */
 export type CreatedVariant = Omit<VariantRow, "seq">;
 
@@ -322,15 +325,16 @@ export class VariantsUnitsStore {
     passportId: string,
     ids: readonly string[],
     cap?: number,
-  ): Promise<VariantRow[] | "cap_reached"> {
+  ): Promise<RemovedVariant[] | "cap_reached"> {
     return effectTransaction(this.db, scope.run, async (trx) => {
+      // What the events and the release need, not the whole rows.
       const deleted = await trx
         .deleteFrom("variant")
         .where("organization_id", "=", t.organizationId)
         .where("livemode", "=", t.livemode)
         .where("passport_id", "=", passportId)
         .where("id", "=", sql<string>`any(${[...ids]}::text[])`)
-        .returningAll()
+        .returning(["id", "passport_id", "gtin", "size", "colour"])
         .execute();
       if (!deleted.length) return deleted;
       if (cap !== undefined && !(await this.countDestructive(trx, t, cap))) {
