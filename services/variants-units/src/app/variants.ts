@@ -229,7 +229,9 @@ export async function createVariants(
   }
   claimed.resolve();
   try {
-    // A run whose claim was recorded by an earlier run (the same key) inserts its rows now.
+    // A run whose claim was recorded by an earlier run (the same key) made no claim, so nothing checked the passport:
+    // it is read and checked (it may have changed since), then the rows are inserted.
+    if (!inserting) checkPassportForVariants(app, t, await readPassport(app, ctx, passportId), connector);
     const rows = await (inserting ?? insert(ids));
     if (!ctx.idempotency) app.onCommitted();
     return rows;
