@@ -151,7 +151,6 @@ export class PassportReads {
     return row?.id;
   }
 
-  /** Which of these ids are passports of the tenant. */
   /** The category and status of the tenant's passports among `ids` (missing ones are not answered). */
   passportStates(t: Tenant, ids: string[]): Promise<{ id: string; category: string; status: string }[]> {
     return this.db

@@ -41,8 +41,8 @@ export interface VariantAgent {
   sourceClass: string;
 }
 
-/** A deleted variant: what its `variant.removed` event and its claim's release name. */
-export type RemovedVariant = Pick<VariantRow, "id" | "passport_id" | "gtin" | "size" | "colour">;
+/** What a variant's events name: all a removal reads back of the rows it deletes (and their claims' release). */
+export type VariantNames = Pick<VariantRow, "id" | "passport_id" | "gtin" | "size" | "colour">;
 
 /** A variant as a batch's insert stored it (its list position, `seq`, is not read back). */
 export type CreatedVariant = Omit<VariantRow, "seq">;
@@ -60,7 +60,7 @@ const passportName = (t: TenantContext, id: string) => `organizations/${t.organi
 export function variantEvent(
   type: "variant.created" | "variant.removed",
   t: TenantContext,
-  r: Pick<VariantRow, "id" | "passport_id" | "gtin" | "size" | "colour">,
+  r: VariantNames,
   at?: Date,
 ): DomainEvent {
   return domainEvent(
@@ -325,7 +325,7 @@ export class VariantsUnitsStore {
     passportId: string,
     ids: readonly string[],
     cap?: number,
-  ): Promise<RemovedVariant[] | "cap_reached"> {
+  ): Promise<VariantNames[] | "cap_reached"> {
     return effectTransaction(this.db, scope.run, async (trx) => {
       // What the events and the release need, not the whole rows.
       const deleted = await trx
